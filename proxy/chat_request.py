@@ -1,0 +1,201 @@
+"""Parsing and checking a ``/v1/chat/completions`` request before anything is forwarded.
+
+Requests are hostile input: every shape problem becomes a 400 that says what is wrong, and every
+place text can hide (message content, content parts, refusals, assistant tool-call arguments) is
+handed to the input shields. A content part whose type the proxy does not know is refused rather
+than forwarded unchecked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxy.errors import BadRequest
+from proxy.openai_texts import TextField, serialize_arguments
+from shields.base import Action, Finding, Role, Stage
+from shields.policy import CompiledPolicy
+from shields.scan import TextScan, merge_redactions, redact
+
+__all__ = ["ChatRequest", "InputCheck", "check_input", "parse_chat_request"]
+
+_ROLES = {role.value: role for role in Role}
+# Content part types that carry no text a shield could read (images, audio, files).
+_OPAQUE_PART_TYPES = frozenset({"image_url", "input_audio", "file", "input_image", "audio"})
+# Joins the text parts of one message, so a phrase split over two parts is still one phrase.
+_PART_SEPARATOR = "\n"
+
+
+@dataclass(slots=True)
+class MessageText:
+    """The text of one message (its parts, in order) or of one tool call's arguments."""
+
+    role: Role
+    fields: list[TextField] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    body: dict[str, Any]
+    stream: bool
+    model: str
+    n: int
+    include_usage: bool
+    texts: list[MessageText]
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"The request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object")
+    messages = body.get("messages")
+    if messages is None:
+        raise BadRequest("Missing required parameter: 'messages'", param="messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list of messages", param="messages")
+    stream = body.get("stream", False)
+    if stream is not None and not isinstance(stream, bool):
+        raise BadRequest("'stream' must be a boolean", param="stream")
+    n = body.get("n", 1)
+    if n is None:
+        n = 1
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 128:
+        raise BadRequest("'n' must be an integer between 1 and 128", param="n")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise BadRequest("'model' must be a string", param="model")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise BadRequest("'stream_options' must be an object", param="stream_options")
+    include_usage = bool(options and options.get("include_usage"))
+    texts: list[MessageText] = []
+    for i, message in enumerate(messages):
+        texts.extend(_message_texts(message, i))
+    return ChatRequest(
+        body=body,
+        stream=bool(stream),
+        model=model or "unknown",
+        n=n,
+        include_usage=include_usage,
+        texts=texts,
+    )
+
+
+def _message_texts(message: Any, i: int) -> list[MessageText]:
+    where = f"messages[{i}]"
+    if not isinstance(message, dict):
+        raise BadRequest(f"{where} must be an object", param=where)
+    role = _ROLES.get(message.get("role"))  # type: ignore[arg-type]
+    if role is None:
+        raise BadRequest(
+            f"{where}.role must be one of {', '.join(_ROLES)}; got {message.get('role')!r}",
+            param=f"{where}.role",
+        )
+    content = MessageText(role)
+    for key in ("content", "refusal"):
+        value = message.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            content.fields.append(TextField((i, key), message, key, value))
+        elif key == "content" and isinstance(value, list):
+            _parts(value, where, content)
+        else:
+            raise BadRequest(
+                f"{where}.{key} must be a string, a list of content parts or null",
+                param=f"{where}.{key}",
+            )
+    texts = [content]
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise BadRequest(f"{where}.tool_calls must be a list", param=f"{where}.tool_calls")
+        for j, call in enumerate(tool_calls):
+            texts.append(_arguments(call, f"{where}.tool_calls[{j}]", role, (i, "tool", j)))
+    if message.get("function_call") is not None:
+        texts.append(_arguments(message["function_call"], f"{where}.function_call", role, (i,)))
+    return texts
+
+
+def _parts(parts: list[Any], where: str, content: MessageText) -> None:
+    for j, part in enumerate(parts):
+        at = f"{where}.content[{j}]"
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise BadRequest(f"{at} must be an object with a 'type'", param=at)
+        kind = part["type"]
+        if kind in ("text", "refusal"):
+            value = part.get(kind)
+            if not isinstance(value, str):
+                raise BadRequest(f"{at}.{kind} must be a string", param=f"{at}.{kind}")
+            content.fields.append(TextField((at,), part, kind, value))
+        elif kind not in _OPAQUE_PART_TYPES:
+            # A part type we cannot read could carry text past the shields: refuse it.
+            raise BadRequest(f"{at}.type {kind!r} is not supported by this proxy", param=at)
+
+
+def _arguments(call: Any, where: str, role: Role, channel: tuple[Any, ...]) -> MessageText:
+    text = MessageText(role)
+    function = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        raise BadRequest(f"{where} must be an object", param=where)
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        text.fields.append(TextField(channel, function, "arguments", arguments))
+    elif isinstance(arguments, dict):
+        text.fields.append(
+            TextField(channel, function, "arguments", serialize_arguments(arguments), True)
+        )
+    elif arguments is not None:
+        raise BadRequest(f"{where}.arguments must be a string", param=f"{where}.arguments")
+    return text
+
+
+@dataclass(slots=True)
+class InputCheck:
+    findings: list[Finding]
+    blocked: bool
+    redacted: bool
+
+
+def check_input(policy: CompiledPolicy, request: ChatRequest) -> InputCheck:
+    """Runs the input shields over every text of the request; applies redactions in place."""
+    shields = policy.shields(Stage.INPUT)
+    fail_closed = policy.spec.on_error == "block"
+    findings: list[Finding] = []
+    blocked = redacted = False
+    for message in request.texts:
+        if not message.fields:
+            continue
+        scan = TextScan(shields, fail_closed=fail_closed, role=message.role)
+        if not scan.active:
+            continue
+        offsets = []
+        message_findings: list[Finding] = []
+        for k, text_field in enumerate(message.fields):
+            if k:
+                message_findings += scan.feed(_PART_SEPARATOR)
+            offsets.append(scan.received)
+            message_findings += scan.feed(text_field.text)
+        message_findings += scan.finish()
+        findings += message_findings
+        if not policy.enforcing:
+            continue
+        enforced = [f for f in message_findings if not f.monitor]
+        if any(f.action is Action.BLOCK for f in enforced):
+            blocked = True
+            continue
+        spans = merge_redactions(enforced)
+        if spans:
+            redacted = True
+            for offset, text_field in zip(offsets, message.fields, strict=True):
+                text_field.write(redact(text_field.text, offset, spans))
+    return InputCheck(findings=findings, blocked=blocked, redacted=redacted)

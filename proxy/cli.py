@@ -1,0 +1,102 @@
+"""The ``shieldgate`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from proxy.server import start_server
+from proxy.settings import Settings
+from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
+
+__all__ = ["default_policy", "main"]
+
+EXIT_USAGE = 2
+
+
+def default_policy() -> CompiledPolicy:
+    source = resources.files("policies").joinpath("default.yaml")
+    return parse_policy(source.read_bytes(), source="policies/default.yaml")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shieldgate", description="Guardrail proxy for OpenAI-compatible LLM servers."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser("serve", help="run the proxy")
+    serve.add_argument(
+        "--upstream",
+        help="chat-completions base URL including /v1 (default: $SHIELDGATE_UPSTREAM, "
+        "$OPENAI_BASE_URL, http://127.0.0.1:8000/v1)",
+    )
+    serve.add_argument(
+        "--policy",
+        help="policy YAML file (default: $SHIELDGATE_POLICY, else the packaged default policy)",
+    )
+    serve.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default: 8080; 0 = any)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"shieldgate: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    flags = {"upstream": args.upstream, "policy": args.policy, "host": args.host,
+             "port": args.port}
+    try:
+        settings = Settings.from_sources(flags)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_url=False)
+        )
+        return _fail(f"invalid setting: {problems}")
+    try:
+        policy = load_policy(Path(settings.policy)) if settings.policy else default_policy()
+    except PolicyError as exc:
+        return _fail(f"invalid policy:\n{exc}")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    try:
+        asyncio.run(_serve(settings, policy))
+    except OSError as exc:
+        print(f"shieldgate: cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def _serve(settings: Settings, policy: CompiledPolicy) -> None:
+    server = await start_server(settings, policy)
+    print(f"shieldgate listening on {server.url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Every error the proxy answers with, as OpenAI-shaped JSON, through one middleware.
+
+Clients are OpenAI SDKs: they parse ``{"error": {"message", "type", "param", "code"}}`` into
+typed exceptions, so even a 404 for an unknown path or a 413 for a huge body uses that shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+__all__ = [
+    "BadRequest",
+    "ProxyError",
+    "PayloadTooLarge",
+    "UpstreamError",
+    "UpstreamTimeout",
+    "error_body",
+    "error_middleware",
+    "json_response",
+]
+
+log = logging.getLogger("shieldgate.proxy")
+
+POLICY_HEADER = "x-shieldgate-policy"
+
+
+def error_body(
+    message: str, *, type: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def json_response(
+    payload: Any, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(payload),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+class ProxyError(Exception):
+    status = 500
+    type = "server_error"
+    code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+    def response(self) -> web.Response:
+        body = error_body(self.message, type=self.type, code=self.code, param=self.param)
+        return json_response(body, status=self.status)
+
+
+class BadRequest(ProxyError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class PayloadTooLarge(BadRequest):
+    status = 413
+    code = "payload_too_large"
+
+
+class UpstreamError(ProxyError):
+    status = 502
+    type = "upstream_error"
+    code = "upstream_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    code = "upstream_timeout"
+
+
+_HTTP_ERRORS = {
+    404: ("not_found_error", "not_found", "Unknown path {path}: shieldgate only serves the "
+          "endpoints it can guard"),
+    405: ("invalid_request_error", "method_not_allowed", "Method {method} is not allowed on "
+          "{path}"),
+    413: ("invalid_request_error", "payload_too_large", "Request body is larger than the "
+          "limit of {limit} bytes"),
+}
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error_middleware(max_body_bytes: int) -> Any:
+    """Renders ProxyError, aiohttp's HTTP errors and bugs as OpenAI error JSON."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ProxyError as exc:
+            return exc.response()
+        except web.HTTPException as exc:
+            if exc.status not in _HTTP_ERRORS:
+                raise
+            kind, code, template = _HTTP_ERRORS[exc.status]
+            message = template.format(
+                path=request.path, method=request.method, limit=max_body_bytes
+            )
+            return json_response(error_body(message, type=kind, code=code), status=exc.status)
+        except Exception:
+            log.exception("unhandled error on %s %s", request.method, request.path)
+            body = error_body(
+                "Internal error in shieldgate", type="server_error", code="internal_error"
+            )
+            return json_response(body, status=500)
+
+    return middleware

@@ -1,0 +1,26 @@
+"""``GET /v1/models``: relayed as it is (a list of model ids carries nothing to guard)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+from aiohttp import web
+
+from proxy.errors import UpstreamError
+from proxy.state import UPSTREAM
+from proxy.upstream import response_headers
+
+__all__ = ["list_models"]
+
+
+async def list_models(request: web.Request) -> web.StreamResponse:
+    upstream = request.app[UPSTREAM]
+    async with upstream.request(
+        "GET", "models", headers=upstream.headers(request.headers), query=request.query_string
+    ) as reply:
+        try:
+            body = await reply.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
+        return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))

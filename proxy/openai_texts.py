@@ -1,0 +1,110 @@
+"""Where the text a shield must see sits in OpenAI chat-completions JSON, and how to rewrite it.
+
+The same walk serves the non-stream reply (``message``), the stream (``delta``) and the
+request (``messages``), so a field the proxy checks is also a field it can redact — and a field
+it does not know how to read is an error, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MalformedReply", "TextField", "reply_fields"]
+
+# Keys of a message/delta whose value is text the model produced.
+_TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
+
+
+class MalformedReply(ValueError):
+    """The upstream sent a shape the proxy cannot check: fail closed."""
+
+
+@dataclass(slots=True)
+class TextField:
+    """One piece of text inside a JSON object, and where to write a redacted version back."""
+
+    channel: tuple[Any, ...]  # which text this piece continues (per choice, per field)
+    holder: dict[str, Any]
+    key: str
+    text: str
+    json_object: bool = False  # the value is a JSON object, checked in its serialized form
+
+    def write(self, text: str) -> None:
+        if self.json_object:
+            try:
+                self.holder[self.key] = json.loads(text)
+                return
+            except ValueError:
+                pass  # a redaction broke the JSON: the string form is the honest one
+        self.holder[self.key] = text
+
+
+def serialize_arguments(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[TextField]:
+    """The text fields of one choice's ``message`` (non-stream) or ``delta`` (stream)."""
+    if message is None:
+        return
+    if not isinstance(message, dict):
+        raise MalformedReply("a choice's message/delta is not an object")
+    for key in _TEXT_KEYS:
+        value = message.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            if value:
+                yield TextField((choice_index, key), message, key, value)
+        elif key == "content" and isinstance(value, list):
+            yield from _content_parts(value, choice_index)
+        else:
+            raise MalformedReply(f"`{key}` is neither a string nor null")
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise MalformedReply("`tool_calls` is not a list")
+        for position, call in enumerate(tool_calls):
+            if not isinstance(call, dict):
+                raise MalformedReply("a tool call is not an object")
+            index = call.get("index", position) if stream else position
+            if not isinstance(index, int):
+                raise MalformedReply("a tool call's `index` is not an integer")
+            yield from _arguments(call.get("function"), (choice_index, "tool_calls", index))
+    if message.get("function_call") is not None:
+        yield from _arguments(message["function_call"], (choice_index, "function_call"))
+
+
+def _content_parts(parts: list[Any], choice_index: int) -> Iterator[TextField]:
+    for position, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise MalformedReply("a content part is not an object")
+        for key in ("text", "refusal"):
+            value = part.get(key)
+            if isinstance(value, str) and value:
+                yield TextField((choice_index, "content", position, key), part, key, value)
+            elif value is not None and not isinstance(value, str):
+                raise MalformedReply(f"a content part's `{key}` is not a string")
+
+
+def _arguments(function: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
+    if function is None:
+        return
+    if not isinstance(function, dict):
+        raise MalformedReply("a tool call's `function` is not an object")
+    arguments = function.get("arguments")
+    if arguments is None:
+        return
+    if isinstance(arguments, str):
+        if arguments:
+            yield TextField(channel, function, "arguments", arguments)
+    elif isinstance(arguments, dict):
+        # Some servers (Ollama, some vLLM parsers) send arguments as a JSON object.
+        yield TextField(
+            channel, function, "arguments", serialize_arguments(arguments), json_object=True
+        )
+    else:
+        raise MalformedReply("a tool call's `arguments` is neither a string nor an object")

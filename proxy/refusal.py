@@ -1,0 +1,130 @@
+"""Every refusal and error wire form, in one place, as the OpenAI SDKs expect to parse them.
+
+Style ``message`` answers like a model that declined: a normal completion (or stream) whose
+content is the policy's refusal message and whose ``finish_reason`` is ``content_filter``.
+Style ``error`` answers with an OpenAI error: HTTP 400 before anything was sent, or an in-band
+``data: {"error": ...}`` event once a stream has started (the status cannot change then).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from proxy.errors import error_body
+from proxy.sse import encode_data
+
+__all__ = [
+    "DONE",
+    "StreamContext",
+    "content_filter_error",
+    "refusal_completion",
+    "refusal_stream",
+    "stream_error",
+]
+
+DONE = b"data: [DONE]\n\n"
+
+
+def content_filter_error(message: str) -> dict[str, Any]:
+    return error_body(message, type="invalid_request_error", code="content_filter")
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-shieldgate-{uuid.uuid4().hex[:24]}"
+
+
+def _usage() -> dict[str, int]:
+    # The proxy cannot know what the upstream would have counted; zero is honest.
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def refusal_completion(message: str, *, model: str, n: int = 1) -> dict[str, Any]:
+    return {
+        "id": _completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": message},
+                "logprobs": None,
+                "finish_reason": "content_filter",
+            }
+            for i in range(n)
+        ],
+        "usage": _usage(),
+    }
+
+
+class StreamContext:
+    """What a refusal tail must echo of the stream it replaces (id, model, choices, usage)."""
+
+    __slots__ = ("choices", "created", "id", "include_usage", "model")
+
+    def __init__(self, *, model: str, n: int, include_usage: bool) -> None:
+        self.id = _completion_id()
+        self.model = model
+        self.created = int(time.time())
+        self.choices: set[int] = set(range(n))
+        self.include_usage = include_usage
+
+    def observe(self, chunk: dict[str, Any]) -> None:
+        """Adopts the upstream's id and model so the tail continues the same completion."""
+        if isinstance(chunk.get("id"), str):
+            self.id = chunk["id"]
+        if isinstance(chunk.get("model"), str):
+            self.model = chunk["model"]
+        if isinstance(chunk.get("created"), int):
+            self.created = chunk["created"]
+
+
+def _chunk(ctx: StreamContext, choices: list[dict[str, Any]], **extra: Any) -> bytes:
+    payload = {
+        "id": ctx.id,
+        "object": "chat.completion.chunk",
+        "created": ctx.created,
+        "model": ctx.model,
+        "choices": choices,
+        **extra,
+    }
+    return encode_data(orjson.dumps(payload))
+
+
+def refusal_stream(message: str, ctx: StreamContext) -> bytes:
+    indices: Iterable[int] = sorted(ctx.choices)
+    parts = [
+        _chunk(
+            ctx,
+            [
+                {
+                    "index": i,
+                    "delta": {"role": "assistant", "content": message},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+                for i in indices
+            ],
+        ),
+        _chunk(
+            ctx,
+            [
+                {"index": i, "delta": {}, "logprobs": None, "finish_reason": "content_filter"}
+                for i in indices
+            ],
+        ),
+    ]
+    if ctx.include_usage:
+        parts.append(_chunk(ctx, [], usage=_usage()))
+    parts.append(DONE)
+    return b"".join(parts)
+
+
+def stream_error(body: dict[str, Any]) -> bytes:
+    """An in-band error for a stream already under way, then the end of the stream."""
+    return encode_data(orjson.dumps(body)) + DONE

@@ -1,0 +1,55 @@
+"""The output stage for a whole (non-stream) chat completion.
+
+Each choice's content, reasoning, refusal and tool-call arguments is checked on its own text
+before any byte of the reply is sent; redactions are written back into the JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.openai_texts import MalformedReply, reply_fields
+from shields.base import Action, Finding, Stage
+from shields.policy import CompiledPolicy
+from shields.scan import check_text, merge_redactions, redact
+
+__all__ = ["ReplyCheck", "check_reply"]
+
+
+@dataclass(slots=True)
+class ReplyCheck:
+    findings: list[Finding]
+    blocked: bool
+    redacted: bool
+
+
+def check_reply(policy: CompiledPolicy, completion: dict[str, Any]) -> ReplyCheck:
+    """Raises MalformedReply when the completion cannot be read."""
+    shields = policy.shields(Stage.OUTPUT)
+    findings: list[Finding] = []
+    blocked = redacted = False
+    if not shields:
+        return ReplyCheck(findings, blocked, redacted)
+    choices = completion.get("choices")
+    if choices is None:
+        return ReplyCheck(findings, blocked, redacted)
+    if not isinstance(choices, list):
+        raise MalformedReply("`choices` is not a list")
+    fail_closed = policy.spec.on_error == "block"
+    for position, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise MalformedReply("a choice is not an object")
+        for text_field in reply_fields(choice.get("message"), position, stream=False):
+            field_findings = check_text(shields, text_field.text, fail_closed=fail_closed)
+            findings += field_findings
+            if not policy.enforcing:
+                continue
+            enforced = [f for f in field_findings if not f.monitor]
+            if any(f.action is Action.BLOCK for f in enforced):
+                blocked = True
+            spans = merge_redactions(enforced)
+            if spans and not blocked:
+                redacted = True
+                text_field.write(redact(text_field.text, 0, spans))
+    return ReplyCheck(findings, blocked, redacted)

@@ -1,0 +1,56 @@
+"""Runtime settings of the service: one typed model, fed by flags and ``SHIELDGATE_*`` variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["DEFAULT_UPSTREAM", "Settings"]
+
+DEFAULT_UPSTREAM = "http://127.0.0.1:8000/v1"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    upstream: str = DEFAULT_UPSTREAM
+    policy: str | None = None  # a YAML file; None means the packaged default policy
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    # Replaces the client's Authorization header towards the upstream when set.
+    upstream_api_key: str | None = Field(default=None, repr=False)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_upstream_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    connect_timeout: float = Field(default=10.0, gt=0)
+    # Longest silence between two reads from the upstream (time to first token included).
+    read_timeout: float = Field(default=600.0, gt=0)
+    retry_attempts: int = Field(default=3, ge=1, le=10)
+    retry_backoff: float = Field(default=0.25, ge=0)
+    retry_after_cap: float = Field(default=10.0, ge=0)
+
+    @field_validator("upstream")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")) or len(value) < 10:
+            raise ValueError(f"upstream must be an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+    @classmethod
+    def from_sources(
+        cls, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Flags win over ``SHIELDGATE_*`` variables, which win over the defaults."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        upstream = env.get("SHIELDGATE_UPSTREAM") or env.get("OPENAI_BASE_URL")
+        if upstream:
+            values["upstream"] = upstream
+        if env.get("SHIELDGATE_POLICY"):
+            values["policy"] = env["SHIELDGATE_POLICY"]
+        if env.get("SHIELDGATE_UPSTREAM_API_KEY"):
+            values["upstream_api_key"] = env["SHIELDGATE_UPSTREAM_API_KEY"]
+        values.update({k: v for k, v in flags.items() if v is not None})
+        return cls.model_validate(values)

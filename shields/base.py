@@ -1,0 +1,151 @@
+"""The shield interface: typed findings and verdicts, whole-text checks and incremental scanners.
+
+A *shield* is configured once from its policy spec and is immutable. For every text it looks at
+it opens a *scanner*: an incremental matcher fed the normalized text chunk by chunk (a stream)
+or all at once (a whole-text check — the same code path, so streams and whole texts agree).
+
+A scanner must report a match as soon as the text fed so far contains it, at the latest once
+``max_match`` normalized characters past the match's first character have been fed. The stream
+guard relies on that: it holds back ``holdback_chars >= max_match`` characters, so nothing a
+scanner could still report has left the proxy.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from shields.normalize import StreamNormalizer
+    from shields.spec import ShieldSpecBase
+
+__all__ = [
+    "Action",
+    "Chunk",
+    "Finding",
+    "Role",
+    "Scanner",
+    "Shield",
+    "Stage",
+    "Verdict",
+    "verdict_of",
+]
+
+
+class Action(enum.StrEnum):
+    BLOCK = "block"
+    REDACT = "redact"
+
+
+class Stage(enum.StrEnum):
+    INPUT = "input"
+    OUTPUT = "output"
+
+
+class Role(enum.StrEnum):
+    SYSTEM = "system"
+    DEVELOPER = "developer"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    FUNCTION = "function"
+
+
+class Verdict(enum.StrEnum):
+    ALLOW = "allow"
+    REDACT = "redact"
+    BLOCK = "block"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One match of one shield. ``start``/``end`` are offsets in the ORIGINAL text."""
+
+    shield_id: str
+    shield_type: str
+    label: str
+    action: Action
+    start: int
+    end: int
+    placeholder: str = "[REDACTED]"
+    monitor: bool = False  # found by a shield in monitor mode: logged, never enforced
+
+
+def verdict_of(findings: Sequence[Finding]) -> Verdict:
+    enforced = [f for f in findings if not f.monitor]
+    if any(f.action is Action.BLOCK for f in enforced):
+        return Verdict.BLOCK
+    if enforced:
+        return Verdict.REDACT
+    return Verdict.ALLOW
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """The next piece of one text, in both views. Offsets are global to the text.
+
+    ``normalizer`` has already consumed the chunk: it maps normalized offsets back to original
+    ones (``normalizer.orig_span``).
+    """
+
+    raw: str
+    raw_start: int
+    norm: str
+    norm_start: int
+    normalizer: StreamNormalizer
+
+
+class Scanner(ABC):
+    """Incremental matcher over one text (one message, or one channel of a stream)."""
+
+    @abstractmethod
+    def feed(self, chunk: Chunk) -> list[Finding]:
+        """Consumes the next chunk; returns the findings it completes, in original offsets."""
+
+    def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        """The text has ended: report matches that were waiting for more text."""
+        return []
+
+
+class Shield(ABC):
+    """A configured shield. Subclasses register themselves in ``shields.registry``."""
+
+    type_name: ClassVar[str]
+
+    def __init__(self, spec: ShieldSpecBase) -> None:
+        self.spec = spec
+        # True for shields that look at the original text rather than the normalized view (a
+        # case-sensitive secret format, say); their ``max_match`` then counts original chars.
+        self.matches_raw = False
+        self.id = spec.id
+        self.action = Action(spec.action)
+        self.monitor = spec.mode == "monitor"
+
+    @property
+    @abstractmethod
+    def max_match(self) -> int:
+        """Longest span, in normalized (or, for ``matches_raw``, original) characters, between a match's first character and the
+        last character the scanner must see to report it (look-ahead included)."""
+
+    @abstractmethod
+    def scanner(self) -> Scanner:
+        """A fresh scanner for one text."""
+
+    def applies_to(self, role: Role | None) -> bool:
+        roles = self.spec.roles
+        return roles is None or role is None or role in roles
+
+    def finding(self, label: str, start: int, end: int) -> Finding:
+        return Finding(
+            shield_id=self.id,
+            shield_type=self.type_name,
+            label=label,
+            action=self.action,
+            start=start,
+            end=end,
+            placeholder=self.spec.placeholder,
+            monitor=self.monitor,
+        )

@@ -1,0 +1,155 @@
+"""Text normalization for matching, with an exact map back to the original characters.
+
+Shields match against a *normalized* view of the text — Unicode NFKC, case folding, format
+characters (zero-width joiners, bidi controls, soft hyphens...) removed, every run of whitespace
+collapsed to one space — so that "B\u200bOMB" and "ｂｏｍｂ" are caught like "bomb". Spans,
+redactions and the stream hold-back must still be exact in the text the client sees, so the
+normalizer also records where each normalized character came from.
+
+Normalization is defined per original character (plus the whitespace-run state), which makes it
+incremental: feeding a text in any chunking yields the same normalized text as feeding it whole.
+That is what lets the stream guard and the whole-text check share one code path.
+
+The map is stored sparsely: a list of breakpoints where ``original - normalized`` changes. Plain
+ASCII prose needs almost none, so the common case costs a regex scan and ``str.lower()``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from functools import lru_cache
+
+__all__ = ["StreamNormalizer", "normalize", "normalize_char"]
+
+# Printable ASCII words separated by single spaces: these normalize 1:1 with str.lower(), so
+# they can be handled in C. Everything else (runs of whitespace, non-ASCII, control characters)
+# goes through the per-character path.
+_PLAIN_RUN = re.compile(r"[!-~]+(?: [!-~]+)*")
+
+_DROPPED_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
+
+
+@lru_cache(maxsize=65536)
+def normalize_char(char: str) -> str:
+    """The normalized form of one character: "" (dropped), " " (whitespace) or its folding."""
+    if char.isspace():
+        return " "
+    if unicodedata.category(char) in _DROPPED_CATEGORIES:
+        # Format and control characters are invisible: zero-width (joiner) spaces, bidi
+        # overrides, soft hyphens, tag characters. Dropping them defeats "b\u200bomb".
+        return ""
+    folded = unicodedata.normalize("NFKC", char).casefold()
+    # NFKC can turn a character into spaces and letters ("\u2474" -> "(1)"); keep it as is but
+    # never let it introduce control characters.
+    return "".join(c for c in folded if unicodedata.category(c) not in _DROPPED_CATEGORIES)
+
+
+class StreamNormalizer:
+    """Normalizes a text fed in chunks and maps normalized offsets back to original ones.
+
+    ``feed`` returns the normalized text of the new chunk. ``orig_start(k)`` is the original
+    index of the character that produced normalized character ``k``; ``orig_end(k)`` is the
+    original end (exclusive) of a normalized span ending at ``k``. Offsets are global to the
+    stream. ``forget_before(k)`` lets a long stream drop map entries it no longer needs, which
+    keeps memory bounded by the scanners' windows rather than the length of the stream.
+    """
+
+    __slots__ = ("_bp_delta", "_bp_norm", "_delta", "_prev_space", "norm_len", "orig_len")
+
+    def __init__(self) -> None:
+        self.orig_len = 0
+        self.norm_len = 0
+        self._prev_space = False
+        self._delta = 0  # orig - norm for the current identity segment
+        # Breakpoints: from normalized index _bp_norm[i] on, orig = norm + _bp_delta[i].
+        self._bp_norm: list[int] = [0]
+        self._bp_delta: list[int] = [0]
+
+    def feed(self, text: str) -> str:
+        out: list[str] = []
+        pos = 0
+        for match in _PLAIN_RUN.finditer(text):
+            start, end = match.span()
+            if start > pos:
+                self._feed_special(text, pos, start, out)
+            self._emit_identity(start, end - start)
+            out.append(match.group().lower())
+            self._prev_space = False
+            pos = end
+        if pos < len(text):
+            self._feed_special(text, pos, len(text), out)
+        self.orig_len += len(text)
+        return "".join(out)
+
+    def _emit_identity(self, local_start: int, length: int) -> None:
+        """Records ``length`` characters that map one-to-one, starting at ``local_start``."""
+        delta = self.orig_len + local_start - self.norm_len
+        if delta != self._delta:
+            self._add_breakpoint(self.norm_len, delta)
+        self.norm_len += length
+
+    def _add_breakpoint(self, norm_index: int, delta: int) -> None:
+        if self._bp_norm[-1] == norm_index:
+            self._bp_delta[-1] = delta
+        else:
+            self._bp_norm.append(norm_index)
+            self._bp_delta.append(delta)
+        self._delta = delta
+
+    def _feed_special(self, text: str, start: int, end: int, out: list[str]) -> None:
+        for local in range(start, end):
+            folded = normalize_char(text[local])
+            if not folded:
+                continue
+            if folded == " ":
+                if self._prev_space:
+                    continue
+                self._prev_space = True
+            else:
+                self._prev_space = folded.endswith(" ")
+            self._emit_identity(local, 1)
+            if len(folded) > 1:
+                # The extra characters of an expansion ("ß" -> "ss") all map to the same
+                # original character; the next identity emit restores the delta.
+                for _ in range(len(folded) - 1):
+                    self._add_breakpoint(self.norm_len, self._delta - 1)
+                    self.norm_len += 1
+            out.append(folded)
+
+    def orig_start(self, norm_index: int) -> int:
+        """Original index of the character that produced normalized character ``norm_index``.
+
+        For ``norm_index == norm_len`` (one past the end) this is ``orig_len``.
+        """
+        if norm_index >= self.norm_len:
+            return self.orig_len
+        i = bisect_right(self._bp_norm, norm_index) - 1
+        return norm_index + self._bp_delta[max(i, 0)]
+
+    def orig_end(self, norm_end: int) -> int:
+        """Original (exclusive) end of a normalized span that ends at ``norm_end``."""
+        if norm_end <= 0:
+            return 0
+        last = self.orig_start(norm_end - 1) + 1
+        if norm_end >= self.norm_len:
+            # Trailing dropped characters (zero-width...) are swallowed with the span.
+            return max(last, self.orig_len)
+        return max(last, self.orig_start(norm_end))
+
+    def orig_span(self, norm_start: int, norm_end: int) -> tuple[int, int]:
+        return self.orig_start(norm_start), self.orig_end(norm_end)
+
+    def forget_before(self, norm_index: int) -> None:
+        """Drops breakpoints that only serve normalized offsets below ``norm_index``."""
+        i = bisect_right(self._bp_norm, norm_index) - 1
+        if i > 0:
+            del self._bp_norm[:i]
+            del self._bp_delta[:i]
+
+
+def normalize(text: str) -> tuple[str, StreamNormalizer]:
+    """Normalizes a whole text; the returned normalizer maps offsets back."""
+    normalizer = StreamNormalizer()
+    return normalizer.feed(text), normalizer

@@ -1,0 +1,206 @@
+"""Running a stage's shields over one text, incrementally, and applying redactions.
+
+``TextScan`` is the one engine behind every check: the input stage feeds it a message at once,
+the stream guard feeds it a channel chunk by chunk. It normalizes each chunk once for all
+shields, turns shield failures into findings (fail closed), and says how far the text is
+*safe*: no finding reported later can touch a character before ``safe_end``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
+from shields.normalize import StreamNormalizer
+
+__all__ = ["RedactionSpan", "TextScan", "check_text", "merge_redactions", "redact"]
+
+log = logging.getLogger("shieldgate.shields")
+
+
+class TextScan:
+    """The shields of one stage over one text (a message, or one channel of a stream).
+
+    ``batch_chars`` trades hold-back latency for speed: text is buffered until that many
+    characters are waiting, then scanned in one call per shield instead of one per tiny chunk.
+    """
+
+    __slots__ = (
+        "_batch_chars",
+        "_fail_closed",
+        "_holdback",
+        "_keep",
+        "_normalizer",
+        "_pending",
+        "_pending_len",
+        "_raw_holdback",
+        "_norm_holdback",
+        "_scanners",
+        "finished",
+    )
+
+    def __init__(
+        self,
+        shields: Sequence[Shield],
+        *,
+        holdback: int = 0,
+        fail_closed: bool = True,
+        role: Role | None = None,
+        batch_chars: int = 1,
+    ) -> None:
+        self._scanners: list[tuple[Shield, Scanner]] = [
+            (shield, shield.scanner()) for shield in shields if shield.applies_to(role)
+        ]
+        self._holdback = holdback
+        self._norm_holdback = holdback if any(not s.matches_raw for s, _ in self._scanners) else 0
+        self._raw_holdback = holdback if any(s.matches_raw for s, _ in self._scanners) else 0
+        self._keep = max([holdback, *(s.max_match for s, _ in self._scanners)]) + 2
+        self._fail_closed = fail_closed
+        self._batch_chars = max(1, batch_chars)
+        self._normalizer = StreamNormalizer()
+        self._pending: list[str] = []
+        self._pending_len = 0
+        self.finished = False
+
+    @property
+    def active(self) -> bool:
+        """False when no shield applies: the text can flow without being scanned."""
+        return bool(self._scanners)
+
+    @property
+    def received(self) -> int:
+        """Original characters fed so far (scanned or buffered)."""
+        return self._normalizer.orig_len + self._pending_len
+
+    @property
+    def safe_end(self) -> int:
+        """Original offset before which no later finding can start or reach."""
+        normalizer = self._normalizer
+        if self.finished:
+            return normalizer.orig_len
+        safe = normalizer.orig_len - self._raw_holdback
+        if self._norm_holdback:
+            threshold = normalizer.norm_len - self._norm_holdback
+            safe = min(safe, normalizer.orig_start(threshold) if threshold > 0 else 0)
+        return max(safe, 0)
+
+    def feed(self, raw: str) -> list[Finding]:
+        if not raw:
+            return []
+        self._pending.append(raw)
+        self._pending_len += len(raw)
+        if self._pending_len < self._batch_chars:
+            return []
+        return self._scan_pending()
+
+    def finish(self) -> list[Finding]:
+        findings = self._scan_pending()
+        if not self.finished:
+            self.finished = True
+            for shield, scanner in self._scanners:
+                findings.extend(self._call(shield, scanner.finish, self._normalizer))
+        return findings
+
+    def _scan_pending(self) -> list[Finding]:
+        if not self._pending_len:
+            return []
+        raw = "".join(self._pending)
+        self._pending.clear()
+        self._pending_len = 0
+        normalizer = self._normalizer
+        raw_start, norm_start = normalizer.orig_len, normalizer.norm_len
+        norm = normalizer.feed(raw)
+        chunk = Chunk(raw, raw_start, norm, norm_start, normalizer)
+        findings: list[Finding] = []
+        for shield, scanner in self._scanners:
+            findings.extend(self._call(shield, scanner.feed, chunk))
+        normalizer.forget_before(normalizer.norm_len - self._keep)
+        return findings
+
+    def _call(self, shield: Shield, method, argument) -> list[Finding]:  # type: ignore[no-untyped-def]
+        try:
+            return list(method(argument))
+        except Exception as exc:
+            # Never the text itself in logs: only which shield failed and how.
+            log.error("shield %s (%s) failed: %s", shield.id, shield.type_name, type(exc).__name__)
+            self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
+            if not self._fail_closed:
+                return []
+            return [
+                Finding(
+                    shield_id=shield.id,
+                    shield_type=shield.type_name,
+                    label="shield_error",
+                    action=Action.BLOCK,
+                    start=0,
+                    end=0,
+                    monitor=shield.monitor,
+                )
+            ]
+
+
+def check_text(
+    shields: Sequence[Shield],
+    text: str,
+    *,
+    role: Role | None = None,
+    fail_closed: bool = True,
+) -> list[Finding]:
+    """All findings of ``shields`` on one whole text."""
+    scan = TextScan(shields, fail_closed=fail_closed, role=role)
+    if not scan.active:
+        return []
+    findings = scan.feed(text)
+    findings.extend(scan.finish())
+    return findings
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionSpan:
+    start: int
+    end: int
+    placeholder: str
+
+
+def merge_redactions(findings: Iterable[Finding]) -> list[RedactionSpan]:
+    """Enforced redaction findings as sorted, non-overlapping spans (first placeholder wins)."""
+    spans = sorted(
+        (f.start, f.end, f.placeholder)
+        for f in findings
+        if f.action is Action.REDACT and not f.monitor and f.end > f.start
+    )
+    merged: list[RedactionSpan] = []
+    for start, end, placeholder in spans:
+        if merged and start <= merged[-1].end:
+            last = merged[-1]
+            if end > last.end:
+                merged[-1] = RedactionSpan(last.start, end, last.placeholder)
+        else:
+            merged.append(RedactionSpan(start, end, placeholder))
+    return merged
+
+
+def redact(text: str, offset: int, spans: Sequence[RedactionSpan]) -> str:
+    """Applies ``spans`` (offsets of the whole text) to ``text``, a piece starting at ``offset``.
+
+    A span's placeholder goes where the span starts; the rest of the span is removed from
+    whichever pieces it covers. Applying it piece by piece gives the same result as applying it
+    to the whole text, which is what lets a stream be redacted event by event.
+    """
+    end = offset + len(text)
+    out: list[str] = []
+    cursor = offset
+    for span in spans:
+        if span.end <= cursor or span.start >= end:
+            continue
+        if span.start > cursor:
+            out.append(text[cursor - offset : span.start - offset])
+        if span.start >= offset:
+            out.append(span.placeholder)
+        cursor = min(span.end, end)
+    if cursor == offset and not out:
+        return text
+    out.append(text[cursor - offset :])
+    return "".join(out)
