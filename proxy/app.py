@@ -40,7 +40,8 @@ async def _policy_header(request: web.Request, response: web.StreamResponse) -> 
 
 def create_app(settings: Settings, policy: CompiledPolicy) -> web.Application:
     app = web.Application(
-        middlewares=[error_middleware(settings.max_body_bytes)], client_max_size=settings.max_body_bytes
+        middlewares=[error_middleware(settings.max_body_bytes)],
+        client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings
     app[POLICY] = PolicyHolder(policy)

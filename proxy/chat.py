@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import aiohttp
@@ -94,7 +93,7 @@ async def _relay_json(
     settings = request.app[UPSTREAM].settings
     try:
         body = await _read_all(reply, settings.max_upstream_body_bytes)
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
     headers = response_headers(reply.headers)
     if reply.status >= 300:
@@ -149,7 +148,7 @@ async def _relay_stream(
             await _write(response, guard.end(truncated=bool(decoder.finish())))
     except SSEError:
         await _write(response, guard.fail("The upstream sent an oversized stream event"))
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         await _write(response, guard.fail(f"The upstream stream broke off: {type(exc).__name__}"))
     except ConnectionResetError:
         # The client left; leaving the ``async with`` closes the upstream response.

@@ -56,8 +56,7 @@ def _fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    flags = {"upstream": args.upstream, "policy": args.policy, "host": args.host,
-             "port": args.port}
+    flags = {"upstream": args.upstream, "policy": args.policy, "host": args.host, "port": args.port}
     try:
         settings = Settings.from_sources(flags)
     except ValidationError as exc:
@@ -76,8 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         asyncio.run(_serve(settings, policy))
     except OSError as exc:
-        print(f"shieldgate: cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
-              file=sys.stderr)
+        print(
+            f"shieldgate: cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         pass

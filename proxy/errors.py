@@ -15,8 +15,8 @@ from aiohttp import web
 
 __all__ = [
     "BadRequest",
-    "ProxyError",
     "PayloadTooLarge",
+    "ProxyError",
     "UpstreamError",
     "UpstreamTimeout",
     "error_body",
@@ -85,12 +85,21 @@ class UpstreamTimeout(UpstreamError):
 
 
 _HTTP_ERRORS = {
-    404: ("not_found_error", "not_found", "Unknown path {path}: shieldgate only serves the "
-          "endpoints it can guard"),
-    405: ("invalid_request_error", "method_not_allowed", "Method {method} is not allowed on "
-          "{path}"),
-    413: ("invalid_request_error", "payload_too_large", "Request body is larger than the "
-          "limit of {limit} bytes"),
+    404: (
+        "not_found_error",
+        "not_found",
+        "Unknown path {path}: shieldgate only serves the endpoints it can guard",
+    ),
+    405: (
+        "invalid_request_error",
+        "method_not_allowed",
+        "Method {method} is not allowed on {path}",
+    ),
+    413: (
+        "invalid_request_error",
+        "payload_too_large",
+        "Request body is larger than the limit of {limit} bytes",
+    ),
 }
 
 

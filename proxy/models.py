@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 from aiohttp import web
 
@@ -21,6 +19,6 @@ async def list_models(request: web.Request) -> web.StreamResponse:
     ) as reply:
         try:
             body = await reply.read()
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
         return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))

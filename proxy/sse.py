@@ -15,9 +15,11 @@ events with ``data=None`` and ``event=None`` instead of being glued to a neighbo
 
 - each stray blank line (one that does not end an event, e.g. an extra ``\\n`` between events,
   or at the start of the stream) is its own event whose ``raw`` is that line's terminator;
-- a ``\\n`` that arrives at the start of a chunk, right after a CR that ended the previous
-  event, completes that CRLF; it is emitted alone because the event was already handed out;
 - a BOM at the start of the stream is emitted alone.
+
+An event that ends in a CR is handed out at once rather than held to see whether a LF follows.
+If the next chunk opens with that LF, it comes out as a stray blank line: the SSE parser treats
+an empty line at the start of an event as dispatching nothing, so the client sees no difference.
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ __all__ = ["SSEDecoder", "SSEError", "SSEEvent", "encode_data"]
 
 _BOM = b"\xef\xbb\xbf"
 _LF = 0x0A
-_CR = 0x0D
-# Longest bytes run that can still be the start of an event end ("\r\n" of the last line).
-_CARRY = 3
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 # A line end followed by another one is an empty line, which ends the event. The lookahead stops
@@ -122,7 +121,7 @@ def _decode_uniform(data: bytes, nl: bytes) -> tuple[list[SSEEvent], bytes]:
     ending = nl + nl
     events: list[SSEEvent]
     if pieces and _only_one_line_data_events(data, len(data) - len(rest), len(pieces), nl):
-        events = [SSEEvent(piece + ending, piece[5:], None) for piece in pieces]
+        events = [SSEEvent(piece + ending, piece[6:], None) for piece in pieces]
     else:  # e.g. a keep-alive comment in between: test each event
         events = []
         for piece in pieces:
@@ -172,10 +171,9 @@ class SSEDecoder:
         "_bom_head",
         "_has_cr",
         "_held",
+        "_last",
         "_max",
         "_parts",
-        "_tail",
-        "_tail_cr",
     )
 
     def __init__(self, max_event_bytes: int = 4 * 1024 * 1024) -> None:
@@ -184,10 +182,8 @@ class SSEDecoder:
         # keeps a large event fed in tiny chunks linear instead of quadratic.
         self._parts: list[bytes] = []
         self._held = 0
-        self._tail = b""  # last _CARRY bytes held, to spot an event end that spans two chunks
+        self._last = b""  # last byte held: enough to spot an event end that spans two chunks
         self._has_cr = False  # whether the held bytes contain a CR
-        # The last event ended in a CR, so a LF opening the next chunk belongs to it (CRLF).
-        self._tail_cr = False
         self._at_start = True  # a BOM is only special as the very first bytes of the stream
         self._bom_head = b""
 
@@ -203,13 +199,6 @@ class SSEDecoder:
             chunk = self._take_bom(chunk, events)
         if not chunk:
             return events
-        if self._tail_cr:
-            self._tail_cr = False
-            if chunk[0] == _LF:
-                events.append(_blank(b"\n"))
-                chunk = chunk[1:]
-                if not chunk:
-                    return events
         has_cr = self._has_cr or b"\r" in chunk
         if not self._may_end_event(chunk, has_cr):
             self._hold(chunk, has_cr)
@@ -223,12 +212,11 @@ class SSEDecoder:
         else:
             new, cut = _decode_general(data)
             rest = data[cut:]
-            self._tail_cr = not rest and data[-1] == _CR
         if len(data) > self._max:
             self._check_sizes(new)
         self._parts.clear()
         self._held = 0
-        self._tail = b""
+        self._last = b""
         self._has_cr = False
         if rest:
             self._hold(rest, has_cr and b"\r" in rest)
@@ -243,9 +231,8 @@ class SSEDecoder:
         tail = self._bom_head + b"".join(self._parts)
         self._parts.clear()
         self._held = 0
-        self._tail = b""
+        self._last = b""
         self._has_cr = False
-        self._tail_cr = False
         self._bom_head = b""
         return tail
 
@@ -264,17 +251,17 @@ class SSEDecoder:
     def _may_end_event(self, chunk: bytes, has_cr: bool) -> bool:
         # With nothing held, a line end opening the chunk is a (stray) blank line; pretending the
         # held bytes end in LF lets the same test cover that case.
-        before = self._tail if self._parts else b"\n"
+        before = self._last if self._parts else b"\n"
         if has_cr:
             return _EVENT_END.search(before + chunk) is not None
-        return b"\n\n" in chunk or (chunk[0] == _LF and before[-1] == _LF)
+        return b"\n\n" in chunk or (chunk[0] == _LF and before == b"\n")
 
     def _hold(self, chunk: bytes, has_cr: bool) -> None:
         if self._held + len(chunk) > self._max:
             raise SSEError(f"SSE event exceeds max_event_bytes={self._max}")
         self._held += len(chunk)
         self._parts.append(chunk)
-        self._tail = (self._tail + chunk[-_CARRY:])[-_CARRY:]
+        self._last = chunk[-1:]
         self._has_cr = has_cr
 
     def _check_sizes(self, events: list[SSEEvent]) -> None:

@@ -174,7 +174,7 @@ class Upstream:
                         response.release()
                         response = None
                         raise _RetryableStatus(status=0, retry_after=retry_after)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise UpstreamTimeout(
                 f"The upstream did not answer in time ({attempts} attempts)"
             ) from None

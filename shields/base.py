@@ -127,8 +127,9 @@ class Shield(ABC):
     @property
     @abstractmethod
     def max_match(self) -> int:
-        """Longest span, in normalized (or, for ``matches_raw``, original) characters, between a match's first character and the
-        last character the scanner must see to report it (look-ahead included)."""
+        """The longest stretch from a match's first character to the last character the
+        scanner must see to report it (look-ahead included), counted in normalized characters
+        (original ones for ``matches_raw`` shields)."""
 
     @abstractmethod
     def scanner(self) -> Scanner:

@@ -32,11 +32,11 @@ class TextScan:
         "_fail_closed",
         "_holdback",
         "_keep",
+        "_norm_holdback",
         "_normalizer",
         "_pending",
         "_pending_len",
         "_raw_holdback",
-        "_norm_holdback",
         "_scanners",
         "finished",
     )

@@ -11,7 +11,7 @@ is searched again.
 
 from __future__ import annotations
 
-import re._parser as sre_parse  # only to compute a pattern's longest match, never to match
+import re._parser as sre_parse  # type: ignore[import-not-found]  # widths only, never matching
 from typing import Annotated, Any, Literal
 
 import re2
@@ -92,9 +92,7 @@ class RegexShield(Shield):
         if spec.max_match is not None:
             self._max_match = spec.max_match
         elif any(w is None for w in widths):
-            self._max_match = max(
-                [DEFAULT_UNBOUNDED_WINDOW, *(w for w in widths if w is not None)]
-            )
+            self._max_match = max([DEFAULT_UNBOUNDED_WINDOW, *(w for w in widths if w is not None)])
         else:
             self._max_match = max(w for w in widths if w is not None)
 

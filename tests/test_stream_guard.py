@@ -1,0 +1,298 @@
+"""The stream guard, event by event: zero leak, exact transparency, redaction, failures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxy.refusal import StreamContext
+from proxy.sse import SSEDecoder, SSEEvent
+from proxy.stream_guard import GuardState, StreamGuard
+from shields.normalize import normalize
+from shields.policy import CompiledPolicy, parse_policy
+from tests.fake_upstream import chunk, sse, usage_chunk
+
+BANNED = ["nerve agent recipe", "sarin"]
+
+POLICY = parse_policy(
+    """
+name: guard-test
+stream: {holdback_chars: 20}
+output:
+  - {id: banned, type: denylist, phrases: ["nerve agent recipe"], words: [sarin]}
+"""
+)
+REDACT_POLICY = parse_policy(
+    """
+name: redact-test
+stream: {holdback_chars: 24}
+output:
+  - id: token
+    type: regex
+    action: redact
+    placeholder: "[TOKEN]"
+    patterns: ['\\btok_[a-z0-9]{16}\\b']
+"""
+)
+
+
+REFUSAL_DELTA = {"role": "assistant", "content": "Sorry, I can't help with that."}
+
+
+def events_of(body: bytes) -> list[SSEEvent]:
+    decoder = SSEDecoder()
+    events = decoder.feed(body)
+    assert decoder.finish() == b""
+    return events
+
+
+def run(
+    policy: CompiledPolicy, body: bytes, *, n: int = 1, usage: bool = False
+) -> tuple[bytes, StreamGuard]:
+    guard = StreamGuard(policy, StreamContext(model="m", n=n, include_usage=usage))
+    out = [guard.feed(event) for event in events_of(body)]
+    out.append(guard.end())
+    return b"".join(out), guard
+
+
+def payloads(body: bytes) -> list[Any]:
+    return [
+        e.data if e.data == b"[DONE]" else json.loads(e.data)
+        for e in events_of(body)
+        if e.data is not None
+    ]
+
+
+def channel_text(body: bytes, key: str, index: int = 0) -> str:
+    """The text the client reassembles for one channel of choice ``index``."""
+    text = []
+    for payload in payloads(body):
+        if payload == b"[DONE]" or "error" in payload:
+            continue
+        for choice in payload["choices"]:
+            delta = choice["delta"]
+            if choice["index"] != index or delta == REFUSAL_DELTA:
+                continue
+            if key == "arguments":
+                for call in delta.get("tool_calls") or []:
+                    text.append(call["function"].get("arguments") or "")
+            elif delta.get(key):
+                text.append(delta[key])
+    return "".join(text)
+
+
+def deltas(text: str, key: str, sizes: list[int]) -> list[dict[str, Any]]:
+    """``text`` split into chunk sizes taken cyclically from ``sizes``, as ``key`` deltas."""
+    out, pos, i = [], 0, 0
+    while pos < len(text):
+        piece = text[pos : pos + sizes[i % len(sizes)]]
+        pos, i = pos + len(piece), i + 1
+        if key == "arguments":
+            call: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
+            if not out:
+                call.update(id="call_1", type="function")
+                call["function"]["name"] = "lookup"
+            out.append(chunk({"tool_calls": [call]}))
+        else:
+            out.append(chunk({key: piece}))
+    return out
+
+
+def banned_start(text: str) -> int | None:
+    """Original offset of the first banned match, per the shield itself (whole-text check)."""
+    from shields.scan import check_text
+
+    found = check_text(POLICY.output_shields, text)
+    return min((f.start for f in found), default=None)
+
+
+filler = st.text(alphabet="abc nert sagiy.\u200bRS", max_size=60)
+obfuscation = st.sampled_from(["", "\u200b", "\u00ad"])
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    before=filler,
+    after=filler,
+    phrase=st.sampled_from(BANNED),
+    upper=st.booleans(),
+    hidden=obfuscation,
+    sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=20),
+    key=st.sampled_from(["content", "reasoning_content", "arguments"]),
+)
+def test_zero_leak_no_character_of_a_blocked_match_is_sent(
+    before: str, after: str, phrase: str, upper: bool, hidden: str, sizes: list[int], key: str
+) -> None:
+    disguised = hidden.join(phrase.upper() if upper else phrase)
+    text = f"{before} {disguised} {after}"
+    start = banned_start(text)
+    assert start is not None  # the shield does see the disguised phrase
+    body = sse(*deltas(text, key, sizes), chunk({}, finish_reason="stop"))
+    out, guard = run(POLICY, body)
+    assert guard.state is GuardState.BLOCKED
+    released = channel_text(out, key)
+    # The client saw an exact prefix of the text that stops before the match begins...
+    assert text.startswith(released)
+    assert len(released) <= start
+    # ...then the refusal tail.
+    final = payloads(out)
+    assert final[-1] == b"[DONE]"
+    assert final[-2]["choices"][0]["finish_reason"] == "content_filter"
+    assert normalize(phrase)[0] not in normalize(released)[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=filler,
+    sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=20),
+    key=st.sampled_from(["content", "reasoning_content", "arguments"]),
+)
+def test_allowed_streams_leave_byte_for_byte(text: str, sizes: list[int], key: str) -> None:
+    if banned_start(text) is not None:
+        return
+    body = sse(*deltas(text, key, sizes), chunk({}, finish_reason="stop"), usage_chunk())
+    out, guard = run(POLICY, body)
+    assert guard.state is GuardState.DONE
+    assert out == body
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=filler,
+    after=filler,
+    secret=st.text(alphabet="abcdef0123456789", min_size=16, max_size=16),
+    sizes=st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=20),
+)
+def test_stream_redaction_never_sends_a_character_of_the_secret(
+    before: str, after: str, secret: str, sizes: list[int]
+) -> None:
+    token = f"tok_{secret}"
+    text = f"{before} {token} {after}"
+    body = sse(*deltas(text, "content", sizes), chunk({}, finish_reason="stop"))
+    out, guard = run(REDACT_POLICY, body)
+    assert guard.state is GuardState.DONE
+    assert channel_text(out, "content") == text.replace(token, "[TOKEN]")
+    for payload in payloads(out)[:-1]:
+        for choice in payload["choices"]:
+            assert secret not in (choice["delta"].get("content") or "")
+    assert secret not in out.decode()
+
+
+def test_monitor_mode_changes_nothing_but_records_findings() -> None:
+    policy = parse_policy(
+        """
+name: watch
+mode: monitor
+output: [{id: banned, type: denylist, phrases: [sarin]}]
+"""
+    )
+    body = sse(*deltas("how to make sarin at home", "content", [3]))
+    out, guard = run(policy, body)
+    assert out == body
+    assert [f.shield_id for f in guard.findings] == ["banned"]
+
+
+def test_shield_in_monitor_mode_inside_an_enforcing_policy() -> None:
+    policy = parse_policy(
+        """
+name: rollout
+output:
+  - {id: new-rule, type: denylist, phrases: [sarin], mode: monitor}
+"""
+    )
+    body = sse(*deltas("how to make sarin at home", "content", [3]))
+    out, guard = run(policy, body)
+    assert out == body and guard.state is GuardState.DONE
+    assert [(f.shield_id, f.monitor) for f in guard.findings] == [("new-rule", True)]
+
+
+def test_block_in_one_choice_refuses_every_choice() -> None:
+    first = [chunk({"content": w}, index=0) for w in ["All ", "good ", "here."]]
+    second = [chunk({"content": w}, index=1) for w in ["Mix ", "sa", "rin ", "now."]]
+    interleaved = [c for pair in zip(first, second, strict=False) for c in pair] + second[3:]
+    out, guard = run(POLICY, sse(*interleaved), n=2, usage=True)
+    assert guard.state is GuardState.BLOCKED
+    final = payloads(out)
+    assert final[-1] == b"[DONE]"
+    assert final[-2] == {**final[-2], "choices": [], "usage": final[-2]["usage"]}
+    finish = final[-3]["choices"]
+    assert [(c["index"], c["finish_reason"]) for c in finish] == [
+        (0, "content_filter"),
+        (1, "content_filter"),
+    ]
+    assert "sa" not in channel_text(out, "content", index=1)
+
+
+def test_error_style_ends_a_stream_with_an_in_band_error() -> None:
+    policy = parse_policy(
+        """
+name: err
+refusal: {message: "blocked by policy", style: error}
+output: [{id: banned, type: denylist, phrases: [sarin]}]
+"""
+    )
+    out, guard = run(policy, sse(*deltas("make sarin", "content", [2])))
+    assert guard.state is GuardState.BLOCKED
+    assert payloads(out)[-2:] == [
+        {
+            "error": {
+                "message": "blocked by policy",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "content_filter",
+            }
+        },
+        b"[DONE]",
+    ]
+
+
+def test_invalid_json_fails_closed_and_releases_nothing_unscanned() -> None:
+    body = sse(chunk({"content": "hello there"}), "{not json", done=True)
+    out, guard = run(POLICY, body)
+    assert guard.state is GuardState.FAILED
+    final = payloads(out)
+    assert final[-2]["error"]["code"] == "upstream_error"
+    assert channel_text(out, "content") == ""  # still within the hold-back when it failed
+
+
+def test_stream_ending_without_done() -> None:
+    complete = sse(chunk({"content": "hi"}), chunk({}, finish_reason="stop"), done=False)
+    out, guard = run(POLICY, complete)
+    assert guard.state is GuardState.DONE and out == complete
+    cut = sse(chunk({"content": "hi"}), done=False)
+    out, guard = run(POLICY, cut)
+    assert guard.state is GuardState.FAILED
+    assert payloads(out)[-2]["error"]["code"] == "upstream_error"
+
+
+def test_comments_and_unknown_events_pass_in_order() -> None:
+    body = b": keep-alive\n\n" + sse(chunk({"content": "hi"}, extra={"x_custom": [1]}))
+    out, _ = run(POLICY, body)
+    assert out == body
+
+
+def test_dict_arguments_are_checked_in_serialized_form() -> None:
+    call = {
+        "index": 0,
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "f", "arguments": {"q": "sarin"}},
+    }
+    out, guard = run(POLICY, sse(chunk({"tool_calls": [call]})))
+    assert guard.state is GuardState.BLOCKED
+    assert b"sarin" not in out
+
+
+def test_held_back_data_stays_bounded() -> None:
+    guard = StreamGuard(POLICY, StreamContext(model="m", n=1, include_usage=False))
+    body = sse(*deltas("lorem ipsum dolor " * 5000, "content", [4]))
+    peak = 0
+    for event in events_of(body):
+        guard.feed(event)
+        peak = max(peak, guard.held_bytes)
+    event_size = len(events_of(body)[1].raw)
+    # hold-back (20) + scan batch (10) + one chunk, in 4-character events, plus slack
+    assert peak <= (20 + 10 + 4) // 4 * event_size + 3 * event_size
