@@ -8,6 +8,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from proxy import json_codec
 from proxy.chat_request import ChatRequest, check_input, parse_chat_request
 from proxy.errors import UpstreamError, json_response
 from proxy.openai_texts import MalformedReply
@@ -100,11 +101,11 @@ async def _relay_json(
         # Errors are relayed as they are: the client's SDK maps them to its exceptions.
         return web.Response(body=body, status=reply.status, headers=headers)
     try:
-        completion = orjson.loads(body)
+        completion = json_codec.loads(body)
         if not isinstance(completion, dict):
             raise MalformedReply("the reply is not a JSON object")
         check = check_reply(policy, completion)
-    except (orjson.JSONDecodeError, MalformedReply) as exc:
+    except (json_codec.InvalidJSON, MalformedReply) as exc:
         # Fail closed: a reply the proxy cannot read is a reply it cannot check.
         raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
     record_findings(request, Stage.OUTPUT, check.findings)
@@ -140,8 +141,8 @@ async def _relay_stream(
     try:
         async for data in reply.content.iter_any():
             out = [guard.feed(event) for event in decoder.feed(data)]
-            if out:
-                await _write(response, b"".join(out))
+            out.append(guard.flush())
+            await _write(response, b"".join(out))
             if guard.closed:
                 break
         else:

@@ -8,12 +8,10 @@ than forwarded unchecked.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from proxy import json_codec
 from proxy.errors import BadRequest
 from proxy.openai_texts import TextField, serialize_arguments
 from shields.base import Action, Finding, Role, Stage
@@ -49,12 +47,9 @@ class ChatRequest:
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
     try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"The request body is not valid JSON: {exc}") from None
+        body = json_codec.loads(raw)
+    except json_codec.InvalidJSON as exc:
+        raise BadRequest(f"The request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object")
     messages = body.get("messages")

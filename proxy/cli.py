@@ -86,13 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _serve(settings: Settings, policy: CompiledPolicy) -> None:
-    server = await start_server(settings, policy)
-    print(f"shieldgate listening on {server.url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    server = await start_server(settings, policy)
+    # Only now: whoever waits for this line may signal us right after reading it.
+    print(f"shieldgate listening on {server.url}", flush=True)
     try:
         await stop.wait()
     finally:

@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MalformedReply", "TextField", "reply_fields"]
+__all__ = ["READERS", "TEXT_KEYS", "MalformedReply", "TextField", "reply_fields"]
 
 # Keys of a message/delta whose value is text the model produced.
-_TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
+TEXT_KEYS = frozenset({"content", "reasoning_content", "reasoning", "refusal"})
+# Every key whose value may hold text: TEXT_KEYS plus the tool-call shapes.
+READERS = TEXT_KEYS | {"tool_calls", "function_call"}
 
 
 class MalformedReply(ValueError):
@@ -52,30 +54,35 @@ def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[T
         return
     if not isinstance(message, dict):
         raise MalformedReply("a choice's message/delta is not an object")
-    for key in _TEXT_KEYS:
-        value = message.get(key)
-        if value is None:
+    # Walk the keys the message has (usually one or two in a stream delta) rather than every
+    # key the proxy knows: this runs once per streamed event.
+    for key, value in message.items():
+        if value is None or key not in READERS:
             continue
-        if isinstance(value, str):
-            if value:
-                yield TextField((choice_index, key), message, key, value)
-        elif key == "content" and isinstance(value, list):
-            yield from _content_parts(value, choice_index)
-        else:
-            raise MalformedReply(f"`{key}` is neither a string nor null")
-    tool_calls = message.get("tool_calls")
-    if tool_calls is not None:
-        if not isinstance(tool_calls, list):
-            raise MalformedReply("`tool_calls` is not a list")
-        for position, call in enumerate(tool_calls):
-            if not isinstance(call, dict):
-                raise MalformedReply("a tool call is not an object")
-            index = call.get("index", position) if stream else position
-            if not isinstance(index, int):
-                raise MalformedReply("a tool call's `index` is not an integer")
-            yield from _arguments(call.get("function"), (choice_index, "tool_calls", index))
-    if message.get("function_call") is not None:
-        yield from _arguments(message["function_call"], (choice_index, "function_call"))
+        if key in TEXT_KEYS:
+            if isinstance(value, str):
+                if value:
+                    yield TextField((choice_index, key), message, key, value)
+            elif key == "content" and isinstance(value, list):
+                yield from _content_parts(value, choice_index)
+            else:
+                raise MalformedReply(f"`{key}` is neither a string nor null")
+        elif key == "tool_calls":
+            yield from _tool_calls(value, choice_index, stream)
+        else:  # function_call
+            yield from _arguments(value, (choice_index, "function_call"))
+
+
+def _tool_calls(tool_calls: Any, choice_index: int, stream: bool) -> Iterator[TextField]:
+    if not isinstance(tool_calls, list):
+        raise MalformedReply("`tool_calls` is not a list")
+    for position, call in enumerate(tool_calls):
+        if not isinstance(call, dict):
+            raise MalformedReply("a tool call is not an object")
+        index = call.get("index", position) if stream else position
+        if not isinstance(index, int):
+            raise MalformedReply("a tool call's `index` is not an integer")
+        yield from _arguments(call.get("function"), (choice_index, "tool_calls", index))
 
 
 def _content_parts(parts: list[Any], choice_index: int) -> Iterator[TextField]:

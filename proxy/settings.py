@@ -31,6 +31,13 @@ class Settings(BaseModel):
     retry_backoff: float = Field(default=0.25, ge=0)
     retry_after_cap: float = Field(default=10.0, ge=0)
 
+    @field_validator("policy", "host")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
     @field_validator("upstream")
     @classmethod
     def _http_url(cls, value: str) -> str:

@@ -40,7 +40,7 @@ class PolicyHolder:
 SETTINGS = web.AppKey("settings", Settings)
 POLICY = web.AppKey("policy", PolicyHolder)
 UPSTREAM = web.AppKey("upstream", Upstream)
-_REQUEST_POLICY = "shieldgate.policy"
+_REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 
 
 def policy_for(request: web.Request) -> CompiledPolicy:
@@ -49,7 +49,6 @@ def policy_for(request: web.Request) -> CompiledPolicy:
     if policy is None:
         policy = request.app[POLICY].current
         request[_REQUEST_POLICY] = policy
-    assert isinstance(policy, CompiledPolicy)
     return policy
 
 

@@ -7,6 +7,11 @@ leaves once every channel it touches is *safe* past the text it carries — scan
 ``holdback_chars`` further — and events leave strictly in order. A block discards the queue and
 ends the stream with the refusal; a redaction rewrites queued events before they leave.
 
+Scanning is batched by network read: ``feed`` only buffers an event's text, and ``flush`` —
+called by the handler after the events of one read — scans every channel that got text. A
+fast upstream packs hundreds of tiny deltas into one read, so they cost one scan; a slow one
+sends a delta per read, which is then scanned (and released, or blocked) at once.
+
 Allowed events leave as the exact bytes the upstream sent. The guard does no I/O: the handler
 feeds it events and writes what it returns, which keeps this logic testable event by event.
 """
@@ -14,7 +19,6 @@ feeds it events and writes what it returns, which keeps this logic testable even
 from __future__ import annotations
 
 import enum
-import json
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -23,8 +27,11 @@ from typing import Any
 
 import orjson
 
+from proxy import json_codec
 from proxy.errors import error_body
-from proxy.openai_texts import MalformedReply, TextField, reply_fields
+from proxy.openai_texts import READERS as _READERS
+from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
+from proxy.openai_texts import MalformedReply, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.sse import SSEEvent, encode_data
 from shields.base import Action, Finding
@@ -37,6 +44,8 @@ log = logging.getLogger("shieldgate.stream")
 
 _DONE_DATA = b"[DONE]"
 _MAX_KEPT_FINDINGS = 1000
+# Text buffered before a scan even without flush(): bounds memory for one enormous read.
+_MAX_UNSCANNED_CHARS = 256 * 1024
 
 
 class GuardState(enum.Enum):
@@ -46,7 +55,7 @@ class GuardState(enum.Enum):
     FAILED = "failed"  # the upstream misbehaved: error sent
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Channel:
     scan: TextScan
     redactions: list[Finding] = field(default_factory=list)
@@ -73,7 +82,6 @@ class StreamGuard:
         *,
         on_finding: FindingSink | None = None,
         max_held_bytes: int = 16 * 1024 * 1024,
-        batch_chars: int | None = None,
     ) -> None:
         self._policy = policy
         self._context = context
@@ -82,15 +90,14 @@ class StreamGuard:
         # Hold back only where a finding can change the reply: an enforcing policy.
         self._holding = self._scanning and policy.enforcing
         self._holdback = policy.holdback
-        # Scanning every 4-character delta costs one call per shield per delta; scanning in
-        # batches of half the hold-back keeps the added delay within 1.5x the hold-back.
-        self._batch_chars = batch_chars if batch_chars is not None else max(1, self._holdback // 2)
         self._channels: dict[tuple[Any, ...], _Channel] = {}
         self._queue: deque[_Queued] = deque()
         self._held_bytes = 0
         self._max_held_bytes = max_held_bytes
         self._on_finding = on_finding
         self._finished_choices: set[int] = set()
+        self._observed = False
+        self._unscanned: set[_Channel] = set()  # channels with text waiting for flush()
         self.state = GuardState.OPEN
         self.findings: list[Finding] = []
 
@@ -105,10 +112,10 @@ class StreamGuard:
     # -- events in ---------------------------------------------------------------------------
 
     def feed(self, event: SSEEvent) -> bytes:
-        if self.closed:
+        if self.state is not GuardState.OPEN:
             return b""
         data = event.data
-        if data is not None and data.strip() == _DONE_DATA:
+        if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
             return self._finish(event.raw)
         if not self._scanning:
             return event.raw
@@ -122,10 +129,26 @@ class StreamGuard:
             return self._refusal()
         if not self._holding:
             return event.raw
-        self._queue.append(item)
+        queue = self._queue
+        if not queue and not item.segments:
+            return event.raw  # nothing ahead of it and no text of its own: nothing to hold
+        queue.append(item)
         self._held_bytes += len(item.raw)
         if self._held_bytes > self._max_held_bytes:
             return self.fail("The upstream stream holds too much unreleasable data")
+        return b""
+
+    def flush(self) -> bytes:
+        """Scans the text fed since the last flush; returns the events that may now leave."""
+        if self.state is not GuardState.OPEN or not self._unscanned:
+            return b""
+        channels, self._unscanned = self._unscanned, set()
+        for channel in channels:
+            self._handle(channel, channel.scan.flush())
+        if self.state is GuardState.BLOCKED:
+            return self._refusal()
+        if not self._holding:
+            return b""
         return self._release()
 
     def end(self, *, truncated: bool = False) -> bytes:
@@ -151,16 +174,15 @@ class StreamGuard:
 
     def _read_chunk(self, data: bytes, item: _Queued) -> None:
         try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            try:  # orjson refuses NaN and huge integers, which Python's json accepts
-                chunk = json.loads(data)
-            except ValueError:
-                raise MalformedReply("data is not valid JSON") from None
+            chunk = json_codec.loads(data)
+        except json_codec.InvalidJSON:
+            raise MalformedReply("data is not valid JSON") from None
         if not isinstance(chunk, dict):
             raise MalformedReply("data is not a JSON object")
         item.chunk = chunk
-        self._context.observe(chunk)
+        if not self._observed:
+            self._observed = True
+            self._context.observe(chunk)
         choices = chunk.get("choices")
         if choices is None:
             return  # usage chunk, error object, or a field we do not know: no text
@@ -173,24 +195,41 @@ class StreamGuard:
             self._context.choices.add(index)
             if choice.get("finish_reason") is not None:
                 self._finished_choices.add(index)
-            for text_field in reply_fields(choice.get("delta"), index, stream=True):
-                self._feed_field(text_field, item)
+            delta = choice.get("delta")
+            if type(delta) is not dict:
+                if delta is not None:
+                    raise MalformedReply("a choice's delta is not an object")
+                continue
+            for key, value in delta.items():
+                if type(value) is str and key in _TEXT_KEYS:
+                    # The common case, once per streamed token: no generator, no TextField.
+                    if value:
+                        self._feed_text((index, key), value, item)
+                elif value is not None and key in _READERS:
+                    # Tool calls, content parts and wrong types take the general reader. It
+                    # yields fields in the delta's key order, which _render relies on.
+                    for text_field in reply_fields({key: value}, index, stream=True):
+                        self._feed_text(text_field.channel, text_field.text, item)
 
-    def _feed_field(self, text_field: TextField, item: _Queued) -> None:
-        channel = self._channels.get(text_field.channel)
+    def _feed_text(self, key: tuple[Any, ...], text: str, item: _Queued) -> None:
+        channel = self._channels.get(key)
         if channel is None:
             channel = _Channel(
                 TextScan(
                     self._shields,
                     holdback=self._holdback,
                     fail_closed=self._policy.spec.on_error == "block",
-                    batch_chars=self._batch_chars,
+                    batch_chars=_MAX_UNSCANNED_CHARS,
                 )
             )
-            self._channels[text_field.channel] = channel
-        start = channel.scan.received
-        self._handle(channel, channel.scan.feed(text_field.text))
-        item.segments.append((channel, start, start + len(text_field.text)))
+            self._channels[key] = channel
+        scan = channel.scan
+        start = scan.received
+        findings = scan.feed(text)
+        if findings:  # only when a huge read went past _MAX_UNSCANNED_CHARS
+            self._handle(channel, findings)
+        self._unscanned.add(channel)
+        item.segments.append((channel, start, start + len(text)))
 
     def _handle(self, channel: _Channel, findings: list[Finding]) -> None:
         for finding in findings:
@@ -211,8 +250,9 @@ class StreamGuard:
         queue = self._queue
         while queue:
             item = queue[0]
-            if any(end > channel.scan.safe_end for channel, _, end in item.segments):
-                break
+            for channel, _, end in item.segments:
+                if end > channel.scan.safe_end:
+                    return b"".join(out)
             queue.popleft()
             self._held_bytes -= len(item.raw)
             out.append(self._render(item))
@@ -223,6 +263,7 @@ class StreamGuard:
         if not any(
             span.start < end and span.end > start
             for channel, start, end in item.segments
+            if channel.spans
             for span in channel.spans
         ):
             return item.raw

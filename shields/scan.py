@@ -23,8 +23,9 @@ log = logging.getLogger("shieldgate.shields")
 class TextScan:
     """The shields of one stage over one text (a message, or one channel of a stream).
 
-    ``batch_chars`` trades hold-back latency for speed: text is buffered until that many
-    characters are waiting, then scanned in one call per shield instead of one per tiny chunk.
+    ``batch_chars`` trades latency for speed: fed text is buffered until that many characters
+    are waiting (or ``flush()`` is called), then scanned in one call per shield instead of one
+    per tiny chunk.
     """
 
     __slots__ = (
@@ -39,6 +40,7 @@ class TextScan:
         "_raw_holdback",
         "_scanners",
         "finished",
+        "safe_end",
     )
 
     def __init__(
@@ -63,6 +65,9 @@ class TextScan:
         self._pending: list[str] = []
         self._pending_len = 0
         self.finished = False
+        # Original offset before which no later finding can start or reach. Kept up to date
+        # after every scan: the stream guard reads it once per event.
+        self.safe_end = 0
 
     @property
     def active(self) -> bool:
@@ -74,9 +79,7 @@ class TextScan:
         """Original characters fed so far (scanned or buffered)."""
         return self._normalizer.orig_len + self._pending_len
 
-    @property
-    def safe_end(self) -> int:
-        """Original offset before which no later finding can start or reach."""
+    def _safe_end(self) -> int:
         normalizer = self._normalizer
         if self.finished:
             return normalizer.orig_len
@@ -93,17 +96,23 @@ class TextScan:
         self._pending_len += len(raw)
         if self._pending_len < self._batch_chars:
             return []
-        return self._scan_pending()
+        return self.flush()
+
+    @property
+    def pending(self) -> bool:
+        return self._pending_len > 0
 
     def finish(self) -> list[Finding]:
-        findings = self._scan_pending()
+        findings = self.flush()
         if not self.finished:
             self.finished = True
             for shield, scanner in self._scanners:
                 findings.extend(self._call(shield, scanner.finish, self._normalizer))
+            self.safe_end = self._safe_end()
         return findings
 
-    def _scan_pending(self) -> list[Finding]:
+    def flush(self) -> list[Finding]:
+        """Scans the buffered text now."""
         if not self._pending_len:
             return []
         raw = "".join(self._pending)
@@ -116,6 +125,7 @@ class TextScan:
         findings: list[Finding] = []
         for shield, scanner in self._scanners:
             findings.extend(self._call(shield, scanner.feed, chunk))
+        self.safe_end = self._safe_end()
         normalizer.forget_before(normalizer.norm_len - self._keep)
         return findings
 

@@ -50,10 +50,15 @@ def events_of(body: bytes) -> list[SSEEvent]:
 
 
 def run(
-    policy: CompiledPolicy, body: bytes, *, n: int = 1, usage: bool = False
+    policy: CompiledPolicy, body: bytes, *, n: int = 1, usage: bool = False, flush_every: int = 1
 ) -> tuple[bytes, StreamGuard]:
     guard = StreamGuard(policy, StreamContext(model="m", n=n, include_usage=usage))
-    out = [guard.feed(event) for event in events_of(body)]
+    out = []
+    for i, event in enumerate(events_of(body), start=1):
+        out.append(guard.feed(event))
+        if i % flush_every == 0:  # the handler flushes after each network read
+            out.append(guard.flush())
+    out.append(guard.flush())
     out.append(guard.end())
     return b"".join(out), guard
 
@@ -122,16 +127,24 @@ obfuscation = st.sampled_from(["", "\u200b", "\u00ad"])
     hidden=obfuscation,
     sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=20),
     key=st.sampled_from(["content", "reasoning_content", "arguments"]),
+    flush_every=st.integers(min_value=1, max_value=4),
 )
 def test_zero_leak_no_character_of_a_blocked_match_is_sent(
-    before: str, after: str, phrase: str, upper: bool, hidden: str, sizes: list[int], key: str
+    before: str,
+    after: str,
+    phrase: str,
+    upper: bool,
+    hidden: str,
+    sizes: list[int],
+    key: str,
+    flush_every: int,
 ) -> None:
     disguised = hidden.join(phrase.upper() if upper else phrase)
     text = f"{before} {disguised} {after}"
     start = banned_start(text)
     assert start is not None  # the shield does see the disguised phrase
     body = sse(*deltas(text, key, sizes), chunk({}, finish_reason="stop"))
-    out, guard = run(POLICY, body)
+    out, guard = run(POLICY, body, flush_every=flush_every)
     assert guard.state is GuardState.BLOCKED
     released = channel_text(out, key)
     # The client saw an exact prefix of the text that stops before the match begins...
@@ -292,7 +305,8 @@ def test_held_back_data_stays_bounded() -> None:
     peak = 0
     for event in events_of(body):
         guard.feed(event)
+        guard.flush()
         peak = max(peak, guard.held_bytes)
     event_size = len(events_of(body)[1].raw)
-    # hold-back (20) + scan batch (10) + one chunk, in 4-character events, plus slack
-    assert peak <= (20 + 10 + 4) // 4 * event_size + 3 * event_size
+    # the hold-back (20 characters) in 4-character events, plus the event being scanned
+    assert peak <= (20 // 4 + 2) * event_size
