@@ -114,7 +114,9 @@ async def _relay_json(
         blocked = {BLOCKED_HEADER: "output"}
         if refusal.style == "error":
             return json_response(content_filter_error(refusal.message), status=400, headers=blocked)
-        model = completion.get("model") if isinstance(completion.get("model"), str) else chat.model
+        model = completion.get("model")
+        if not isinstance(model, str):
+            model = chat.model
         return json_response(
             refusal_completion(refusal.message, model=model, n=max(chat.n, 1)), headers=blocked
         )

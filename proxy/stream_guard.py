@@ -106,6 +106,11 @@ class StreamGuard:
         return self.state is not GuardState.OPEN
 
     @property
+    def blocked(self) -> bool:
+        # A method, not an inline comparison: scanning changes ``state`` behind the caller's back.
+        return self.state is GuardState.BLOCKED
+
+    @property
     def held_bytes(self) -> int:
         return self._held_bytes
 
@@ -125,7 +130,7 @@ class StreamGuard:
                 self._read_chunk(data, item)
             except MalformedReply as exc:
                 return self.fail(f"The upstream sent an invalid stream event: {exc}")
-        if self.state is GuardState.BLOCKED:
+        if self.blocked:
             return self._refusal()
         if not self._holding:
             return event.raw
@@ -145,7 +150,7 @@ class StreamGuard:
         channels, self._unscanned = self._unscanned, set()
         for channel in channels:
             self._handle(channel, channel.scan.flush())
-        if self.state is GuardState.BLOCKED:
+        if self.blocked:
             return self._refusal()
         if not self._holding:
             return b""
@@ -280,7 +285,7 @@ class StreamGuard:
     def _finish(self, done_raw: bytes) -> bytes:
         for channel in self._channels.values():
             self._handle(channel, channel.scan.finish())
-        if self.state is GuardState.BLOCKED:
+        if self.blocked:
             return self._refusal()
         released = self._release()
         self.state = GuardState.DONE
