@@ -54,6 +54,7 @@ import os
 import platform
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -262,28 +263,37 @@ async def start_proxy(name: str, upstream: str, policy_file: Path, workdir: Path
     proxy = Proxy(name, process, "", stderr)
     assert process.stdout is not None
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), READY_TIMEOUT)
-    except TimeoutError:
-        line = b""
-    match = LISTENING.search(line.decode(errors="replace"))
-    if match is None:
-        await stop_proxy(proxy)
-        problem = stderr.read_text(errors="replace").strip() or line.decode(errors="replace")
-        raise BenchError(f"proxy {name!r} did not start: {problem or 'no output'}")
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), READY_TIMEOUT)
+        except TimeoutError:
+            line = b""
+        match = LISTENING.search(line.decode(errors="replace"))
+        if match is None:
+            problem = stderr.read_text(errors="replace").strip() or line.decode(errors="replace")
+            raise BenchError(f"proxy {name!r} did not start: {problem or 'no output'}")
+    except BaseException:
+        # Not yet handed to the caller (a failed start, or an interrupt while waiting):
+        # nobody else would stop it.
+        await stop_proxies([proxy])
+        raise
     proxy.url = match.group(1) + "/v1"
     return proxy
 
 
-async def stop_proxy(proxy: Proxy) -> None:
-    process = proxy.process
-    if process.returncode is not None:
-        return
-    process.terminate()  # SIGTERM: the CLI shuts its server down cleanly
-    try:
-        await asyncio.wait_for(process.wait(), 5)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
+async def stop_proxies(proxies: Sequence[Proxy]) -> None:
+    alive = [p.process for p in proxies if p.process.returncode is None]
+    # Signal them all before awaiting anything: if a second interrupt cuts the waiting short,
+    # every proxy has still been told to stop.
+    for process in alive:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()  # SIGTERM: the CLI shuts its server down cleanly
+    for process in alive:
+        try:
+            await asyncio.wait_for(process.wait(), 5)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -590,8 +600,7 @@ async def running(
             proxies.append(await start_proxy(name, url, file, workdir))
         yield upstream, proxies
     finally:
-        for proxy in proxies:
-            await stop_proxy(proxy)
+        await stop_proxies(proxies)
         await upstream.close()
 
 
@@ -603,6 +612,12 @@ async def run(args: argparse.Namespace) -> int:
     # the figures are the proxy's cost, not a fight for CPU. A third process for the fake would
     # add scheduling churn on 2 cores and buy nothing. It also makes `direct` the floor of this
     # exact client and upstream, so `x direct` isolates what the proxy hop adds.
+    # SIGTERM would end the process at once, skipping the `finally` that stops the proxies;
+    # cancelling the run instead unwinds like Ctrl-C does (asyncio.run handles SIGINT so).
+    task = asyncio.current_task()
+    assert task is not None
+    with contextlib.suppress(NotImplementedError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     revision = await asyncio.to_thread(code_revision)
     load_before, note = load_note("before:")
     print(
@@ -698,6 +713,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchError as exc:
         print(f"stream_bench: {exc}", file=sys.stderr, flush=True)
         return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("stream_bench: interrupted; proxies stopped", file=sys.stderr, flush=True)
+        return 130
 
 
 if __name__ == "__main__":

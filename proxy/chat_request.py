@@ -16,7 +16,7 @@ from proxy.errors import BadRequest
 from proxy.openai_texts import TextField, serialize_arguments
 from shields.base import Action, Finding, Role, Stage
 from shields.policy import CompiledPolicy
-from shields.scan import TextScan, merge_redactions, redact
+from shields.scan import TextScan, check_request, merge_redactions, redact
 
 __all__ = ["ChatRequest", "InputCheck", "check_input", "parse_chat_request"]
 
@@ -32,6 +32,7 @@ class MessageText:
     """The text of one message (its parts, in order) or of one tool call's arguments."""
 
     role: Role
+    message_index: int
     fields: list[TextField] = field(default_factory=list)
 
 
@@ -95,7 +96,7 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
             f"{where}.role must be one of {', '.join(_ROLES)}; got {message.get('role')!r}",
             param=f"{where}.role",
         )
-    content = MessageText(role)
+    content = MessageText(role, i)
     for key in ("content", "refusal"):
         value = message.get(key)
         if value is None:
@@ -115,9 +116,10 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
         if not isinstance(tool_calls, list):
             raise BadRequest(f"{where}.tool_calls must be a list", param=f"{where}.tool_calls")
         for j, call in enumerate(tool_calls):
-            texts.append(_arguments(call, f"{where}.tool_calls[{j}]", role, (i, "tool", j)))
+            texts.append(_arguments(call, f"{where}.tool_calls[{j}]", role, i, (i, "tool", j)))
     if message.get("function_call") is not None:
-        texts.append(_arguments(message["function_call"], f"{where}.function_call", role, (i,)))
+        function_call = message["function_call"]
+        texts.append(_arguments(function_call, f"{where}.function_call", role, i, (i,)))
     return texts
 
 
@@ -137,8 +139,10 @@ def _parts(parts: list[Any], where: str, content: MessageText) -> None:
             raise BadRequest(f"{at}.type {kind!r} is not supported by this proxy", param=at)
 
 
-def _arguments(call: Any, where: str, role: Role, channel: tuple[Any, ...]) -> MessageText:
-    text = MessageText(role)
+def _arguments(
+    call: Any, where: str, role: Role, index: int, channel: tuple[Any, ...]
+) -> MessageText:
+    text = MessageText(role, index)
     function = call.get("function", call) if isinstance(call, dict) else None
     if not isinstance(function, dict):
         raise BadRequest(f"{where} must be an object", param=where)
@@ -193,4 +197,19 @@ def check_input(policy: CompiledPolicy, request: ChatRequest) -> InputCheck:
             redacted = True
             for offset, text_field in zip(offsets, message.fields, strict=True):
                 text_field.write(redact(text_field.text, offset, spans))
+    request_findings = check_request(shields, _whole_messages(request), fail_closed=fail_closed)
+    findings += request_findings
+    if policy.enforcing and any(
+        f.action is Action.BLOCK and not f.monitor for f in request_findings
+    ):
+        blocked = True
     return InputCheck(findings=findings, blocked=blocked, redacted=redacted)
+
+
+def _whole_messages(request: ChatRequest) -> list[tuple[Role, str]]:
+    """Each message's role and whole text, for request-wide shield checks."""
+    per_message: dict[int, tuple[Role, list[str]]] = {}
+    for text in request.texts:
+        _, pieces = per_message.setdefault(text.message_index, (text.role, []))
+        pieces.extend(f.text for f in text.fields)
+    return [(role, _PART_SEPARATOR.join(pieces)) for role, pieces in per_message.values()]

@@ -135,6 +135,14 @@ class Shield(ABC):
     def scanner(self) -> Scanner:
         """A fresh scanner for one text."""
 
+    def check_request(self, messages: Sequence[tuple[Role, str]]) -> list[Finding]:
+        """Request-wide checks at the input stage (message counts, total size...).
+
+        Called once per request with every message's role and text, besides the per-text
+        scanners. Findings here have no span (0, 0). Most shields need nothing here.
+        """
+        return []
+
     def applies_to(self, role: Role | None) -> bool:
         roles = self.spec.roles
         return roles is None or role is None or role in roles

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from shields.base import Finding, Role, Stage, Verdict, verdict_of
 from shields.policy import Case, CompiledPolicy
-from shields.scan import check_text, merge_redactions, redact
+from shields.scan import check_request, check_text, merge_redactions, redact
 
 __all__ = ["CaseResult", "run_case", "run_cases"]
 
@@ -43,6 +43,9 @@ def run_case(policy: CompiledPolicy, case: Case) -> CaseResult:
         found = check_text(shields, text, role=role, fail_closed=fail_closed)
         findings += found
         outputs.append(redact(text, 0, merge_redactions(found)))
+    if case.stage is Stage.INPUT:
+        messages = [(role or Role.USER, text) for role, text in texts]
+        findings += check_request(shields, messages, fail_closed=fail_closed)
     verdict = verdict_of(findings) if policy.enforcing else Verdict.ALLOW
     redacted = outputs[0] if case.text is not None else None
     problems = []

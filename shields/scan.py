@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
 from shields.normalize import StreamNormalizer
 
-__all__ = ["RedactionSpan", "TextScan", "check_text", "merge_redactions", "redact"]
+__all__ = [
+    "RedactionSpan",
+    "TextScan",
+    "check_request",
+    "check_text",
+    "merge_redactions",
+    "redact",
+]
 
 log = logging.getLogger("shieldgate.shields")
 
@@ -133,22 +140,40 @@ class TextScan:
         try:
             return list(method(argument))
         except Exception as exc:
-            # Never the text itself in logs: only which shield failed and how.
-            log.error("shield %s (%s) failed: %s", shield.id, shield.type_name, type(exc).__name__)
             self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
-            if not self._fail_closed:
-                return []
-            return [
-                Finding(
-                    shield_id=shield.id,
-                    shield_type=shield.type_name,
-                    label="shield_error",
-                    action=Action.BLOCK,
-                    start=0,
-                    end=0,
-                    monitor=shield.monitor,
-                )
-            ]
+            return _failure(shield, exc, self._fail_closed)
+
+
+def _failure(shield: Shield, exc: Exception, fail_closed: bool) -> list[Finding]:
+    """What a shield that raised means: a block (fail closed) or nothing (``on_error: allow``)."""
+    # Never the text itself in logs: only which shield failed and how.
+    log.error("shield %s (%s) failed: %s", shield.id, shield.type_name, type(exc).__name__)
+    if not fail_closed:
+        return []
+    return [
+        Finding(
+            shield_id=shield.id,
+            shield_type=shield.type_name,
+            label="shield_error",
+            action=Action.BLOCK,
+            start=0,
+            end=0,
+            monitor=shield.monitor,
+        )
+    ]
+
+
+def check_request(
+    shields: Sequence[Shield], messages: Sequence[tuple[Role, str]], *, fail_closed: bool = True
+) -> list[Finding]:
+    """Every shield's request-wide check (see ``Shield.check_request``)."""
+    findings: list[Finding] = []
+    for shield in shields:
+        try:
+            findings += shield.check_request(messages)
+        except Exception as exc:
+            findings += _failure(shield, exc, fail_closed)
+    return findings
 
 
 def check_text(
