@@ -58,6 +58,9 @@ class GuardState(enum.Enum):
 @dataclass(slots=True, eq=False)
 class _Channel:
     scan: TextScan
+    received: int = 0  # characters fed so far
+    safe_end: int = 0  # no later finding can touch a character before this offset
+    pending: list[str] = field(default_factory=list)  # fed, not yet scanned
     redactions: list[Finding] = field(default_factory=list)
     spans: list[RedactionSpan] = field(default_factory=list)
 
@@ -97,7 +100,7 @@ class StreamGuard:
         self._on_finding = on_finding
         self._finished_choices: set[int] = set()
         self._observed = False
-        self._unscanned: set[_Channel] = set()  # channels with text waiting for flush()
+        self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
         self.state = GuardState.OPEN
         self.findings: list[Finding] = []
 
@@ -147,9 +150,9 @@ class StreamGuard:
         """Scans the text fed since the last flush; returns the events that may now leave."""
         if self.state is not GuardState.OPEN or not self._unscanned:
             return b""
-        channels, self._unscanned = self._unscanned, set()
+        channels, self._unscanned = self._unscanned, []
         for channel in channels:
-            self._handle(channel, channel.scan.flush())
+            self._scan(channel)
         if self.blocked:
             return self._refusal()
         if not self._holding:
@@ -193,11 +196,15 @@ class StreamGuard:
             return  # usage chunk, error object, or a field we do not know: no text
         if not isinstance(choices, list):
             raise MalformedReply("`choices` is not a list")
+        seen = self._context.choices
         for choice in choices:
-            if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
-                raise MalformedReply("a choice is not an object with an integer index")
+            if type(choice) is not dict:
+                raise MalformedReply("a choice is not an object")
             index = choice.get("index", 0)
-            self._context.choices.add(index)
+            if type(index) is not int:
+                raise MalformedReply("a choice's `index` is not an integer")
+            if index not in seen:
+                seen.add(index)
             if choice.get("finish_reason") is not None:
                 self._finished_choices.add(index)
             delta = choice.get("delta")
@@ -217,24 +224,39 @@ class StreamGuard:
                         self._feed_text(text_field.channel, text_field.text, item)
 
     def _feed_text(self, key: tuple[Any, ...], text: str, item: _Queued) -> None:
+        # Runs once per streamed token: only bookkeeping here, the scanning is in flush().
         channel = self._channels.get(key)
         if channel is None:
-            channel = _Channel(
-                TextScan(
-                    self._shields,
-                    holdback=self._holdback,
-                    fail_closed=self._policy.spec.on_error == "block",
-                    batch_chars=_MAX_UNSCANNED_CHARS,
-                )
-            )
-            self._channels[key] = channel
+            channel = self._open_channel(key)
+        start = channel.received
+        end = channel.received = start + len(text)
+        pending = channel.pending
+        if not pending:
+            self._unscanned.append(channel)
+        pending.append(text)
+        item.segments.append((channel, start, end))
+        if end - channel.scan.received > _MAX_UNSCANNED_CHARS:
+            self._scan(channel)  # one enormous read: do not buffer it all
+
+    def _open_channel(self, key: tuple[Any, ...]) -> _Channel:
+        scan = TextScan(
+            self._shields,
+            holdback=self._holdback,
+            fail_closed=self._policy.spec.on_error == "block",
+        )
+        channel = self._channels[key] = _Channel(scan)
+        return channel
+
+    def _scan(self, channel: _Channel) -> None:
+        if not channel.pending:
+            return
+        text = "".join(channel.pending)
+        channel.pending.clear()
         scan = channel.scan
-        start = scan.received
         findings = scan.feed(text)
-        if findings:  # only when a huge read went past _MAX_UNSCANNED_CHARS
+        if findings:
             self._handle(channel, findings)
-        self._unscanned.add(channel)
-        item.segments.append((channel, start, start + len(text)))
+        channel.safe_end = scan.safe_end
 
     def _handle(self, channel: _Channel, findings: list[Finding]) -> None:
         for finding in findings:
@@ -256,7 +278,7 @@ class StreamGuard:
         while queue:
             item = queue[0]
             for channel, _, end in item.segments:
-                if end > channel.scan.safe_end:
+                if end > channel.safe_end:
                     return b"".join(out)
             queue.popleft()
             self._held_bytes -= len(item.raw)
@@ -284,7 +306,9 @@ class StreamGuard:
 
     def _finish(self, done_raw: bytes) -> bytes:
         for channel in self._channels.values():
+            self._scan(channel)
             self._handle(channel, channel.scan.finish())
+            channel.safe_end = channel.scan.safe_end
         if self.blocked:
             return self._refusal()
         released = self._release()

@@ -30,20 +30,15 @@ log = logging.getLogger("shieldgate.shields")
 class TextScan:
     """The shields of one stage over one text (a message, or one channel of a stream).
 
-    ``batch_chars`` trades latency for speed: fed text is buffered until that many characters
-    are waiting (or ``flush()`` is called), then scanned in one call per shield instead of one
-    per tiny chunk.
+    Each ``feed`` normalizes its text once for all shields and scans it; callers that receive
+    text in tiny pieces (the stream guard) batch it before feeding.
     """
 
     __slots__ = (
-        "_batch_chars",
         "_fail_closed",
-        "_holdback",
         "_keep",
         "_norm_holdback",
         "_normalizer",
-        "_pending",
-        "_pending_len",
         "_raw_holdback",
         "_scanners",
         "finished",
@@ -57,20 +52,15 @@ class TextScan:
         holdback: int = 0,
         fail_closed: bool = True,
         role: Role | None = None,
-        batch_chars: int = 1,
     ) -> None:
         self._scanners: list[tuple[Shield, Scanner]] = [
             (shield, shield.scanner()) for shield in shields if shield.applies_to(role)
         ]
-        self._holdback = holdback
         self._norm_holdback = holdback if any(not s.matches_raw for s, _ in self._scanners) else 0
         self._raw_holdback = holdback if any(s.matches_raw for s, _ in self._scanners) else 0
         self._keep = max([holdback, *(s.max_match for s, _ in self._scanners)]) + 2
         self._fail_closed = fail_closed
-        self._batch_chars = max(1, batch_chars)
         self._normalizer = StreamNormalizer()
-        self._pending: list[str] = []
-        self._pending_len = 0
         self.finished = False
         # Original offset before which no later finding can start or reach. Kept up to date
         # after every scan: the stream guard reads it once per event.
@@ -83,8 +73,8 @@ class TextScan:
 
     @property
     def received(self) -> int:
-        """Original characters fed so far (scanned or buffered)."""
-        return self._normalizer.orig_len + self._pending_len
+        """Original characters scanned so far."""
+        return self._normalizer.orig_len
 
     def _safe_end(self) -> int:
         normalizer = self._normalizer
@@ -97,34 +87,11 @@ class TextScan:
         return max(safe, 0)
 
     def feed(self, raw: str) -> list[Finding]:
+        """Scans the next piece of the text; returns the findings it completes."""
+        if self.finished:
+            raise RuntimeError("TextScan.feed() after finish()")
         if not raw:
             return []
-        self._pending.append(raw)
-        self._pending_len += len(raw)
-        if self._pending_len < self._batch_chars:
-            return []
-        return self.flush()
-
-    @property
-    def pending(self) -> bool:
-        return self._pending_len > 0
-
-    def finish(self) -> list[Finding]:
-        findings = self.flush()
-        if not self.finished:
-            self.finished = True
-            for shield, scanner in self._scanners:
-                findings.extend(self._call(shield, scanner.finish, self._normalizer))
-            self.safe_end = self._safe_end()
-        return findings
-
-    def flush(self) -> list[Finding]:
-        """Scans the buffered text now."""
-        if not self._pending_len:
-            return []
-        raw = "".join(self._pending)
-        self._pending.clear()
-        self._pending_len = 0
         normalizer = self._normalizer
         raw_start, norm_start = normalizer.orig_len, normalizer.norm_len
         norm = normalizer.feed(raw)
@@ -134,6 +101,17 @@ class TextScan:
             findings.extend(self._call(shield, scanner.feed, chunk))
         self.safe_end = self._safe_end()
         normalizer.forget_before(normalizer.norm_len - self._keep)
+        return findings
+
+    def finish(self) -> list[Finding]:
+        """The text has ended: findings that were waiting for more text."""
+        if self.finished:
+            return []
+        self.finished = True
+        findings: list[Finding] = []
+        for shield, scanner in self._scanners:
+            findings.extend(self._call(shield, scanner.finish, self._normalizer))
+        self.safe_end = self._safe_end()
         return findings
 
     def _call(self, shield: Shield, method, argument) -> list[Finding]:  # type: ignore[no-untyped-def]
