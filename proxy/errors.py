@@ -26,8 +26,6 @@ __all__ = [
 
 log = logging.getLogger("shieldgate.proxy")
 
-POLICY_HEADER = "x-shieldgate-policy"
-
 
 def error_body(
     message: str, *, type: str, code: str | None = None, param: str | None = None

@@ -14,7 +14,6 @@ import email.utils
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
 
 import aiohttp
 from multidict import CIMultiDict
@@ -192,7 +191,3 @@ class Upstream:
                 response.release()
             else:
                 response.close()
-
-    @property
-    def session(self) -> Any:
-        return self._session
