@@ -16,6 +16,8 @@ from pydantic import ValidationError
 
 from proxy.server import start_server
 from proxy.settings import Settings
+from shields.base import Stage
+from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
 
 __all__ = ["default_policy", "main"]
@@ -46,6 +48,26 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: 8080; 0 = any)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    check = commands.add_parser(
+        "check", help="validate policy files (exit 1 and file:line:column lines on problems)"
+    )
+    check.add_argument("paths", nargs="+", metavar="PATH", help="policy files or directories")
+
+    test = commands.add_parser("test", help="run the policies' cases (like `opa test`)")
+    test.add_argument("paths", nargs="+", metavar="PATH", help="policy files or directories")
+    test.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
+    test.add_argument("--allow-empty", action="store_true", help="succeed when no case ran")
+    test.add_argument("--explain", action="store_true", help="show what fired for every case")
+
+    scan = commands.add_parser(
+        "scan", help="run a policy over JSON Lines from stdin: {id, text} or {id, messages}"
+    )
+    scan.add_argument("--policy", help="policy YAML file (default: the packaged default policy)")
+    scan.add_argument("--stage", choices=["input", "output"], default="input")
+    scan.add_argument(
+        "--explain", action="store_true", help="add each finding's action and matched text"
+    )
     return parser
 
 
@@ -56,6 +78,30 @@ def _fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "check":
+        return check_policies(args.paths, sys.stdout)
+    if args.command == "test":
+        return run_policy_tests(
+            args.paths,
+            sys.stdout,
+            junit=args.junit,
+            allow_empty=args.allow_empty,
+            explain=args.explain,
+        )
+    if args.command == "scan":
+        return _scan(args)
+    return _serve_command(args)
+
+
+def _scan(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(Path(args.policy)) if args.policy else default_policy()
+    except PolicyError as exc:
+        return _fail(f"invalid policy:\n{exc}")
+    return scan_lines(policy, Stage(args.stage), sys.stdin, sys.stdout, explain=args.explain)
+
+
+def _serve_command(args: argparse.Namespace) -> int:
     flags = {"upstream": args.upstream, "policy": args.policy, "host": args.host, "port": args.port}
     try:
         settings = Settings.from_sources(flags)

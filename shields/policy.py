@@ -8,6 +8,7 @@ starting (or a reload from taking effect) with a message that names the file and
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [
     "CompiledPolicy",
     "Policy",
     "PolicyError",
+    "Problem",
     "Refusal",
     "StreamSettings",
     "compile_policy",
@@ -39,10 +41,6 @@ if TYPE_CHECKING:
 else:
     _specs = tuple(t.spec for t in _TYPES.values())
     ShieldSpec = Annotated[Union[_specs], Field(discriminator="type")]  # noqa: UP007
-
-
-class PolicyError(Exception):
-    """A policy that cannot be used; the message names the file and the problem."""
 
 
 class Refusal(StrictModel):
@@ -115,52 +113,93 @@ class CompiledPolicy:
         return self.input_shields if stage is Stage.INPUT else self.output_shields
 
 
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a policy file, located by key path and, when known, line/column."""
+
+    source: str
+    message: str
+    path: str = ""
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.path}: {self.message}" if self.path else self.located()
+
+    def located(self) -> str:
+        """``file:line:column: path: message`` — the form editors and CI annotations parse."""
+        where = self.source if self.line is None else f"{self.source}:{self.line}:{self.column}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class PolicyError(Exception):
+    """A policy that cannot be used; the message names the file and the problems."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = tuple(problems)
+
+
+Loc = tuple[int | str, ...]
+
+
 def load_policy(path: str | Path) -> CompiledPolicy:
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise PolicyError(f"{path}: cannot read policy: {exc.strerror or exc}") from None
+        reason = exc.strerror or str(exc)
+        raise PolicyError([Problem(str(path), f"cannot read policy: {reason}")]) from None
     return parse_policy(raw, source=str(path))
 
 
 def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolicy:
     data = raw.encode() if isinstance(raw, str) else raw
     try:
+        tree = yaml.compose(data, Loader=yaml.SafeLoader)
         document = yaml.safe_load(data)
     except yaml.YAMLError as exc:
-        raise PolicyError(_yaml_message(source, exc)) from None
+        raise PolicyError([_yaml_problem(source, exc)]) from None
     if document is None:
-        raise PolicyError(f"{source}: the policy file is empty")
+        raise PolicyError([Problem(source, "the policy file is empty")])
     if not isinstance(document, dict):
-        raise PolicyError(f"{source}: a policy must be a mapping of keys, not {_kind(document)}")
+        message = f"a policy must be a mapping of keys, not {_kind(document)}"
+        raise PolicyError([Problem(source, message)])
     try:
         spec = Policy.model_validate(document)
     except ValidationError as exc:
-        raise PolicyError("\n".join(_validation_messages(source, exc))) from None
-    return compile_policy(spec, source=source, digest=hashlib.sha256(data).hexdigest()[:12])
+        raise PolicyError(_validation_problems(source, exc, tree)) from None
+    try:
+        return compile_policy(spec, source=source, digest=hashlib.sha256(data).hexdigest()[:12])
+    except PolicyError as exc:
+        raise PolicyError([_locate(p, tree) for p in exc.problems]) from None
 
 
 def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") -> CompiledPolicy:
-    problems: list[str] = []
+    problems: list[tuple[Loc, str]] = []
     stages: dict[Stage, tuple[Shield, ...]] = {}
     for stage, specs in ((Stage.INPUT, spec.input), (Stage.OUTPUT, spec.output)):
         stages[stage] = tuple(_build(stage, specs, problems))
-    for i, shield in enumerate(stages[Stage.OUTPUT]):
-        if shield.max_match > spec.stream.holdback_chars:
+    holdback = spec.stream.holdback_chars
+    for shield in stages[Stage.OUTPUT]:
+        if shield.max_match > holdback:
+            i = next(k for k, s in enumerate(spec.output) if s.id == shield.id)
             problems.append(
-                f"stream.holdback_chars: {spec.stream.holdback_chars} is shorter than the "
-                f"longest match of output[{i}] ({shield.id}): {shield.max_match} characters; "
-                f"raise it to at least {shield.max_match}"
+                (
+                    ("stream", "holdback_chars"),
+                    f"{holdback} is shorter than the longest match of output[{i}] "
+                    f"({shield.id}): {shield.max_match} characters; raise it to at least "
+                    f"{shield.max_match}",
+                )
             )
     for i, case in enumerate(spec.cases):
         ids = {s.id for s in stages[case.stage]}
         if case.shield is not None and case.shield not in ids:
             problems.append(
-                f"cases[{i}].shield: no {case.stage.value} shield has id {case.shield!r}"
+                (("cases", i, "shield"), f"no {case.stage.value} shield has id {case.shield!r}")
             )
     if problems:
-        raise PolicyError("\n".join(f"{source}: {p}" for p in problems))
+        raise PolicyError([Problem(source, message, _format_loc(loc)) for loc, message in problems])
     if not digest:
         digest = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
     return CompiledPolicy(
@@ -172,33 +211,40 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
     )
 
 
-def _build(stage: Stage, specs: Sequence[ShieldSpecBase], problems: list[str]) -> list[Shield]:
+def _build(
+    stage: Stage, specs: Sequence[ShieldSpecBase], problems: list[tuple[Loc, str]]
+) -> list[Shield]:
     shields: list[Shield] = []
     seen: dict[str, int] = {}
     for i, shield_spec in enumerate(specs):
-        where = f"{stage.value}[{i}]"
+        where: Loc = (stage.value, i)
         if shield_spec.id in seen:
             problems.append(
-                f"{where}.id: duplicate shield id {shield_spec.id!r} "
-                f"(also {stage.value}[{seen[shield_spec.id]}])"
+                (
+                    (*where, "id"),
+                    f"duplicate shield id {shield_spec.id!r} "
+                    f"(also {stage.value}[{seen[shield_spec.id]}])",
+                )
             )
             continue
         seen[shield_spec.id] = i
         if stage is Stage.OUTPUT and shield_spec.roles is not None:
-            problems.append(f"{where}.roles: `roles` only applies to input shields")
+            problems.append(((*where, "roles"), "`roles` only applies to input shields"))
         try:
             shields.append(_TYPES[shield_spec.type].shield(shield_spec))
         except ValueError as exc:
-            problems.append(f"{where}: {exc}")
+            problems.append((where, str(exc)))
     return shields
 
 
-def _yaml_message(source: str, exc: yaml.YAMLError) -> str:
+def _yaml_problem(source: str, exc: yaml.YAMLError) -> Problem:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     if mark is not None:
-        return f"{source}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {problem}"
-    return f"{source}: invalid YAML: {problem}"
+        return Problem(
+            source, f"invalid YAML: {problem}", line=mark.line + 1, column=mark.column + 1
+        )
+    return Problem(source, f"invalid YAML: {problem}")
 
 
 def _kind(value: Any) -> str:
@@ -207,10 +253,12 @@ def _kind(value: Any) -> str:
     )
 
 
-def _validation_messages(source: str, exc: ValidationError) -> list[str]:
-    messages = []
+def _validation_problems(
+    source: str, exc: ValidationError, tree: yaml.Node | None
+) -> list[Problem]:
+    problems = []
     for error in exc.errors(include_url=False):
-        path = _format_loc(error["loc"])
+        loc = _file_loc(error["loc"])
         kind = error["type"]
         if kind == "union_tag_invalid":
             tag = error.get("ctx", {}).get("tag")
@@ -222,25 +270,56 @@ def _validation_messages(source: str, exc: ValidationError) -> list[str]:
             message = "unknown key"
         else:
             message = error["msg"].removeprefix("Value error, ")
-        messages.append(f"{source}: {path}: {message}" if path else f"{source}: {message}")
-    return messages
+        problems.append(_locate(Problem(source, message, _format_loc(loc)), tree, loc))
+    return problems
 
 
-def _format_loc(loc: tuple[int | str, ...]) -> str:
+def _file_loc(loc: Loc) -> Loc:
+    """Pydantic's error location without the discriminator tag it inserts for shield unions."""
+    if len(loc) > 2 and loc[0] in ("input", "output") and loc[2] in _TYPES:
+        return (*loc[:2], *loc[3:])
+    return loc
+
+
+def _format_loc(loc: Loc) -> str:
     parts: list[str] = []
-    previous: int | str | None = None
-    for i, item in enumerate(loc):
+    for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif (
-            isinstance(previous, int)
-            and i >= 2
-            and loc[0] in ("input", "output")
-            and i == 2
-            and item in _TYPES
-        ):
-            pass  # the discriminator tag pydantic inserts: not a key of the file
         else:
             parts.append(f".{item}" if parts else str(item))
-        previous = item
     return "".join(parts)
+
+
+def _parse_loc(path: str) -> Loc:
+    loc: list[int | str] = []
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        loc.append(int(index) if index else key)
+    return tuple(loc)
+
+
+def _locate(problem: Problem, tree: yaml.Node | None, loc: Loc | None = None) -> Problem:
+    """Adds the line and column of the YAML node the problem's key path points to."""
+    if tree is None or problem.line is not None:
+        return problem
+    node = tree
+    path = loc if loc is not None else _parse_loc(problem.path)
+    for depth, item in enumerate(path, start=1):
+        if isinstance(node, yaml.MappingNode) and isinstance(item, str):
+            match = next((kv for kv in node.value if kv[0].value == item), None)
+            if match is None:
+                break
+            key, value = match
+            # An unknown key is best shown at the key itself; anything else at its value.
+            last = depth == len(path)
+            node = key if last and problem.message == "unknown key" else value
+        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int):
+            if item >= len(node.value):
+                break
+            node = node.value[item]
+        else:
+            break
+    mark = node.start_mark
+    return Problem(
+        problem.source, problem.message, problem.path, line=mark.line + 1, column=mark.column + 1
+    )

@@ -1,0 +1,304 @@
+"""The offline commands: ``scan`` (try a policy on your own traffic), ``check`` and ``test``
+(policies in CI, modelled on ``opa test``). Pure functions over streams, wired up by the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+from xml.etree import ElementTree
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from shields.base import Finding, Role, Stage
+from shields.cases import CaseResult, run_case
+from shields.evaluate import Evaluation, evaluate
+from shields.policy import Case, CompiledPolicy, PolicyError, Problem, load_policy
+
+__all__ = ["check_policies", "policy_files", "run_policy_tests", "scan_lines"]
+
+_ROLES = {role.value: role for role in Role}
+CASES_SUFFIX = ".cases.yaml"
+
+
+def policy_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The policy files named, directories expanded to their ``*.yaml`` (not ``*.cases.yaml``)."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(p for p in path.glob("*.yaml") if not p.name.endswith(CASES_SUFFIX))
+        else:
+            files.append(path)
+    return files
+
+
+# -- check ------------------------------------------------------------------------------------
+
+
+def check_policies(paths: Sequence[str | Path], out: TextIO) -> int:
+    """Validates policy files; one ``file:line:column: message`` line per problem."""
+    files = policy_files(paths)
+    if not files:
+        out.write("no policy files found\n")
+        return 1
+    problems = 0
+    for path in files:
+        try:
+            load_policy(path)
+        except PolicyError as exc:
+            for problem in exc.problems:
+                out.write(problem.located() + "\n")
+                problems += 1
+    if problems:
+        return 1
+    out.write(f"{len(files)} policy file{'s' if len(files) != 1 else ''} ok\n")
+    return 0
+
+
+# -- test -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Outcome:
+    policy: str
+    name: str
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+
+def _sibling_cases(path: Path) -> tuple[list[Case], list[Problem]]:
+    sibling = path.with_name(path.name.removesuffix(".yaml") + CASES_SUFFIX)
+    if not sibling.exists():
+        return [], []
+    try:
+        document = yaml.safe_load(sibling.read_bytes())
+    except (OSError, yaml.YAMLError) as exc:
+        return [], [Problem(str(sibling), f"cannot read cases: {exc}")]
+    if isinstance(document, dict):
+        document = document.get("cases")
+    try:
+        return TypeAdapter(list[Case]).validate_python(document or []), []
+    except ValidationError as exc:
+        return [], [
+            Problem(str(sibling), e["msg"].removeprefix("Value error, "), _dotted(e["loc"]))
+            for e in exc.errors(include_url=False)
+        ]
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in loc).lstrip(".")
+
+
+def _case_name(case: Case, label: str) -> str:
+    if case.name:
+        return case.name
+    return f"{label} ({case.stage.value}, expect {case.expect.value})"
+
+
+def _explain(findings: Iterable[Finding]) -> list[str]:
+    return [
+        f"{f.shield_id} ({f.shield_type}) {f.label} {f.action.value} at {f.start}:{f.end}"
+        + (" [monitor]" if f.monitor else "")
+        for f in findings
+    ]
+
+
+def _run_file(path: Path, explain: bool, out: TextIO) -> list[_Outcome]:
+    try:
+        policy = load_policy(path)
+    except PolicyError as exc:
+        for problem in exc.problems:
+            out.write(f"ERROR {problem.located()}\n")
+        return [_Outcome(str(path), "load policy", 0.0, [str(p) for p in exc.problems])]
+    extra, problems = _sibling_cases(path)
+    outcomes = [_Outcome(str(p.source), "load cases", 0.0, [str(p)]) for p in problems]
+    for problem in problems:
+        out.write(f"ERROR {problem.located()}\n")
+    labelled = [(f"cases[{i}]", c) for i, c in enumerate(policy.spec.cases)]
+    labelled += [(f"{CASES_SUFFIX.lstrip('.')}[{i}]", c) for i, c in enumerate(extra)]
+    for label, case in labelled:
+        started = time.perf_counter()
+        result = _checked_case(policy, case)
+        outcome = _Outcome(
+            str(path), _case_name(case, label), time.perf_counter() - started, list(result.problems)
+        )
+        outcomes.append(outcome)
+        status = "PASS" if result.passed else "FAIL"
+        out.write(f"{status} {path}: {outcome.name}\n")
+        for reason in result.problems:
+            out.write(f"    {reason}\n")
+        if explain or not result.passed:
+            for line in _explain(result.evaluation.findings):
+                out.write(f"    fired: {line}\n")
+    return outcomes
+
+
+def _checked_case(policy: CompiledPolicy, case: Case) -> CaseResult:
+    if case.shield is not None and case.shield not in {s.id for s in policy.shields(case.stage)}:
+        evaluation = Evaluation(verdict=case.expect, texts=(), request_findings=())
+        problem = f"no {case.stage.value} shield has id {case.shield!r}"
+        return CaseResult(case, evaluation, (problem,))
+    return run_case(policy, case)
+
+
+def run_policy_tests(
+    paths: Sequence[str | Path],
+    out: TextIO,
+    *,
+    junit: Path | None = None,
+    allow_empty: bool = False,
+    explain: bool = False,
+) -> int:
+    """Runs every policy's cases; ``N passed, M failed``; exit 1 on failure or when none ran."""
+    files = policy_files(paths)
+    outcomes = [outcome for path in files for outcome in _run_file(path, explain, out)]
+    failed = sum(1 for o in outcomes if o.problems)
+    passed = len(outcomes) - failed
+    out.write(f"{passed} passed, {failed} failed\n")
+    if junit is not None:
+        _write_junit(junit, outcomes)
+    if failed:
+        return 1
+    if passed == 0 and not allow_empty:
+        out.write("no cases ran (use --allow-empty to permit)\n")
+        return 1
+    return 0
+
+
+def _write_junit(path: Path, outcomes: list[_Outcome]) -> None:
+    suites = ElementTree.Element("testsuites", name="shieldgate policies")
+    by_policy: dict[str, list[_Outcome]] = {}
+    for outcome in outcomes:
+        by_policy.setdefault(outcome.policy, []).append(outcome)
+    for policy, items in by_policy.items():
+        suite = ElementTree.SubElement(
+            suites,
+            "testsuite",
+            name=policy,
+            tests=str(len(items)),
+            failures=str(sum(1 for o in items if o.problems)),
+            time=f"{sum(o.seconds for o in items):.6f}",
+        )
+        for outcome in items:
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                classname=policy,
+                name=outcome.name,
+                time=f"{outcome.seconds:.6f}",
+            )
+            if outcome.problems:
+                failure = ElementTree.SubElement(case, "failure", message=outcome.problems[0])
+                failure.text = "\n".join(outcome.problems)
+    ElementTree.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+# -- scan -------------------------------------------------------------------------------------
+
+
+class _BadRecord(ValueError):
+    pass
+
+
+def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]], bool]:
+    """The texts of one JSONL record, and whether it was a ``messages`` record."""
+    if not isinstance(record, dict):
+        raise _BadRecord("each line must be a JSON object")
+    if isinstance(record.get("text"), str):
+        return [(Role.USER if stage is Stage.INPUT else None, record["text"])], False
+    messages = record.get("messages")
+    if not isinstance(messages, list):
+        raise _BadRecord('each line needs a "text" string or a "messages" list')
+    texts: list[tuple[Role | None, str]] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            raise _BadRecord(f"messages[{i}] needs a valid role")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+        if not isinstance(content, str):
+            raise _BadRecord(f"messages[{i}].content must be a string or a list of parts")
+        texts.append((_ROLES[message["role"]], content))
+    return texts, True
+
+
+def _finding_json(finding: Finding, text: str, explain: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "shield": finding.shield_id,
+        "type": finding.shield_type,
+        "label": finding.label,
+        "start": finding.start,
+        "end": finding.end,
+    }
+    if explain:
+        item["action"] = finding.action.value
+        item["monitor"] = finding.monitor
+        item["match"] = text[finding.start : finding.end]
+    return item
+
+
+def _scan_result(
+    record: dict[str, Any], evaluation: Evaluation, is_messages: bool, explain: bool
+) -> dict[str, Any]:
+    findings = []
+    for index, result in enumerate(evaluation.texts):
+        for finding in result.findings:
+            item = _finding_json(finding, result.text, explain)
+            if is_messages:
+                item["message"] = index
+            findings.append(item)
+    findings += [_finding_json(f, "", explain) for f in evaluation.request_findings]
+    output: dict[str, Any] = {
+        "id": record.get("id"),
+        "verdict": evaluation.verdict.value,
+        "findings": findings,
+    }
+    if is_messages:
+        output["messages"] = [
+            {"role": r.role.value if r.role else None, "content": r.redacted}
+            for r in evaluation.texts
+        ]
+    else:
+        output["text"] = evaluation.texts[0].redacted
+    return output
+
+
+def _lines(stream: Iterable[str]) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(stream, start=1):
+        if line.strip():
+            yield number, line
+
+
+def scan_lines(
+    policy: CompiledPolicy,
+    stage: Stage,
+    lines: Iterable[str],
+    out: TextIO,
+    *,
+    explain: bool = False,
+) -> int:
+    """JSON Lines in, one verdict line out per input line; exit 1 if any line was unreadable."""
+    errors = 0
+    for number, line in _lines(lines):
+        record: Any = None
+        try:
+            record = json.loads(line)
+            texts, is_messages = _texts_of(record, stage)
+        except (ValueError, RecursionError) as exc:
+            errors += 1
+            reason = str(exc) if isinstance(exc, _BadRecord) else f"not valid JSON: {exc}"
+            record_id = record.get("id") if isinstance(record, dict) else None
+            out.write(json.dumps({"id": record_id, "line": number, "error": reason}) + "\n")
+            continue
+        evaluation = evaluate(policy, stage, texts)
+        result = _scan_result(record, evaluation, is_messages, explain)
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+    return 1 if errors else 0
