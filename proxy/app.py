@@ -7,15 +7,19 @@ a way around the policy.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from aiohttp import web
 
 from proxy.chat import chat_completions
 from proxy.errors import error_middleware, json_response
 from proxy.models import list_models
+from proxy.policy_source import PolicySource
 from proxy.settings import Settings
-from proxy.state import POLICY, POLICY_HEADER, SETTINGS, UPSTREAM, PolicyHolder, policy_for
+from proxy.state import POLICY, POLICY_HEADER, SETTINGS, UPSTREAM, policy_for
 from proxy.upstream import Upstream
 from shields.policy import CompiledPolicy
 
@@ -34,20 +38,55 @@ async def _upstream_session(app: web.Application) -> AsyncIterator[None]:
     await upstream.close()
 
 
+async def readyz(request: web.Request) -> web.Response:
+    source = request.app[POLICY]
+    policy = source.current
+    return json_response(
+        {
+            "status": "ready",
+            "policy": {
+                "name": policy.name,
+                "hash": policy.digest,
+                "stale": source.stale,
+                "error": source.error,
+                "loaded_at": source.loaded_at,
+                "reloads": source.reloads,
+                "reload_failures": source.failures,
+            },
+        }
+    )
+
+
+async def _watch_policy(app: web.Application) -> AsyncIterator[None]:
+    interval = app[SETTINGS].policy_reload_interval
+    task = None
+    if interval > 0:
+        task = asyncio.create_task(app[POLICY].watch(interval))
+    yield
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def _policy_header(request: web.Request, response: web.StreamResponse) -> None:
     response.headers[POLICY_HEADER] = policy_for(request).name
 
 
 def create_app(settings: Settings, policy: CompiledPolicy) -> web.Application:
+    """The service. ``policy`` is in force at start; when ``settings.policy`` names its file,
+    edits to that file (or SIGHUP, see the CLI) load a new one."""
     app = web.Application(
         middlewares=[error_middleware(settings.max_body_bytes)],
         client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings
-    app[POLICY] = PolicyHolder(policy)
+    app[POLICY] = PolicySource(policy, Path(settings.policy) if settings.policy else None)
     app.cleanup_ctx.append(_upstream_session)
+    app.cleanup_ctx.append(_watch_policy)
     app.on_response_prepare.append(_policy_header)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     return app

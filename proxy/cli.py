@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from proxy.server import start_server
 from proxy.settings import Settings
+from proxy.state import POLICY
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
@@ -138,6 +139,9 @@ async def _serve(settings: Settings, policy: CompiledPolicy) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
     server = await start_server(settings, policy)
+    source = server.app[POLICY]
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(source.reload()))
     # Only now: whoever waits for this line may signal us right after reading it.
     print(f"shieldgate listening on {server.url}", flush=True)
     try:

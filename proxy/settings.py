@@ -30,6 +30,8 @@ class Settings(BaseModel):
     retry_attempts: int = Field(default=3, ge=1, le=10)
     retry_backoff: float = Field(default=0.25, ge=0)
     retry_after_cap: float = Field(default=10.0, ge=0)
+    # How often the policy file is checked for changes, in seconds (0: only on SIGHUP).
+    policy_reload_interval: float = Field(default=0.5, ge=0)
 
     @field_validator("policy", "host")
     @classmethod
@@ -52,12 +54,12 @@ class Settings(BaseModel):
         """Flags win over ``SHIELDGATE_*`` variables, which win over the defaults."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        upstream = env.get("SHIELDGATE_UPSTREAM") or env.get("OPENAI_BASE_URL")
-        if upstream:
-            values["upstream"] = upstream
-        if env.get("SHIELDGATE_POLICY"):
-            values["policy"] = env["SHIELDGATE_POLICY"]
-        if env.get("SHIELDGATE_UPSTREAM_API_KEY"):
-            values["upstream_api_key"] = env["SHIELDGATE_UPSTREAM_API_KEY"]
+        # The OpenAI SDKs' own variable, so an existing setup needs no new configuration.
+        if env.get("OPENAI_BASE_URL"):
+            values["upstream"] = env["OPENAI_BASE_URL"]
+        for name in cls.model_fields:
+            value = env.get(f"SHIELDGATE_{name.upper()}")
+            if value:  # set and not empty; pydantic converts "2.5" to a float and so on
+                values[name] = value
         values.update({k: v for k, v in flags.items() if v is not None})
         return cls.model_validate(values)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
+from proxy.policy_source import PolicySource
 from proxy.settings import Settings
 from proxy.upstream import Upstream
 from shields.base import Finding, Stage
@@ -18,7 +19,6 @@ __all__ = [
     "POLICY_HEADER",
     "SETTINGS",
     "UPSTREAM",
-    "PolicyHolder",
     "policy_for",
     "read_body",
     "record_findings",
@@ -30,15 +30,8 @@ BLOCKED_HEADER = "x-shieldgate-blocked"
 audit_log = logging.getLogger("shieldgate.findings")
 
 
-class PolicyHolder:
-    """The policy in force. Swapped as a whole, so a request keeps the one it started with."""
-
-    def __init__(self, policy: CompiledPolicy) -> None:
-        self.current = policy
-
-
 SETTINGS = web.AppKey("settings", Settings)
-POLICY = web.AppKey("policy", PolicyHolder)
+POLICY = web.AppKey("policy", PolicySource)
 UPSTREAM = web.AppKey("upstream", Upstream)
 _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 

@@ -71,18 +71,19 @@ async def upstream() -> AsyncIterator[FakeUpstream]:
 async def make_proxy(upstream: FakeUpstream) -> AsyncIterator[ProxyFactory]:
     """Async factory starting a real proxy server; every server is closed at teardown.
 
-    ``await make_proxy(policy=None, **settings)`` -> :class:`proxy.server.RunningServer`
+    ``await make_proxy(policy=None, /, **settings)`` -> :class:`proxy.server.RunningServer`
     (``.url`` is ``http://127.0.0.1:PORT``; the OpenAI base URL is ``.url + "/v1"``).
 
     - ``policy``: ``None`` for ``policies/default.yaml``, YAML text (str/bytes), or a
       ``CompiledPolicy``.
-    - ``settings``: overrides of :class:`proxy.settings.Settings`. By default the proxy
+    - ``settings``: overrides of :class:`proxy.settings.Settings` (``policy=<path>`` among
+      them: the file the server watches for hot reload). By default the proxy
       points at the ``upstream`` fixture, listens on port 0 and uses ``FAST_SETTINGS``;
       pass ``upstream="http://..."`` to point it elsewhere.
     """
     servers: list[RunningServer] = []
 
-    async def factory(policy: PolicySource = None, **overrides: Any) -> RunningServer:
+    async def factory(policy: PolicySource = None, /, **overrides: Any) -> RunningServer:
         values: dict[str, Any] = {"upstream": upstream.base_url, "port": 0, **FAST_SETTINGS}
         values.update(overrides)
         server = await start_server(Settings(**values), load_test_policy(policy))
