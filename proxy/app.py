@@ -19,9 +19,17 @@ from proxy.errors import error_middleware, json_response
 from proxy.models import list_models
 from proxy.policy_source import PolicySource
 from proxy.settings import Settings
-from proxy.state import POLICY, POLICY_HEADER, SETTINGS, UPSTREAM, policy_for
+from proxy.state import (
+    POLICY,
+    POLICY_HASH_HEADER,
+    POLICY_HEADER,
+    SETTINGS,
+    UPSTREAM,
+    policy_for,
+)
 from proxy.upstream import Upstream
 from shields.policy import CompiledPolicy
+from shields.routing import PolicySet
 
 __all__ = ["create_app"]
 
@@ -40,13 +48,14 @@ async def _upstream_session(app: web.Application) -> AsyncIterator[None]:
 
 async def readyz(request: web.Request) -> web.Response:
     source = request.app[POLICY]
-    policy = source.current
+    policy = source.policies.default
     return json_response(
         {
             "status": "ready",
             "policy": {
                 "name": policy.name,
                 "hash": policy.digest,
+                "policies": {p.name: p.digest for p in source.policies.policies.values()},
                 "stale": source.stale,
                 "error": source.error,
                 "loaded_at": source.loaded_at,
@@ -70,18 +79,21 @@ async def _watch_policy(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _policy_header(request: web.Request, response: web.StreamResponse) -> None:
-    response.headers[POLICY_HEADER] = policy_for(request).name
+    policy = policy_for(request)
+    response.headers[POLICY_HEADER] = policy.name
+    response.headers[POLICY_HASH_HEADER] = policy.digest
 
 
-def create_app(settings: Settings, policy: CompiledPolicy) -> web.Application:
-    """The service. ``policy`` is in force at start; when ``settings.policy`` names its file,
-    edits to that file (or SIGHUP, see the CLI) load a new one."""
+def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Application:
+    """The service. ``policy`` is in force at start; when ``settings.policy`` names its file
+    or directory, edits there (or SIGHUP, see the CLI) load new policies."""
     app = web.Application(
         middlewares=[error_middleware(settings.max_body_bytes)],
         client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings
-    app[POLICY] = PolicySource(policy, Path(settings.policy) if settings.policy else None)
+    policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
+    app[POLICY] = PolicySource(policies, Path(settings.policy) if settings.policy else None)
     app.cleanup_ctx.append(_upstream_session)
     app.cleanup_ctx.append(_watch_policy)
     app.on_response_prepare.append(_policy_header)

@@ -20,7 +20,7 @@ from proxy.refusal import (
 )
 from proxy.reply_check import check_reply
 from proxy.sse import SSEDecoder, SSEError
-from proxy.state import BLOCKED_HEADER, UPSTREAM, policy_for, read_body, record_findings
+from proxy.state import BLOCKED_HEADER, UPSTREAM, choose_policy, read_body, record_findings
 from proxy.stream_guard import StreamGuard
 from proxy.upstream import response_headers
 from shields.base import Stage
@@ -34,9 +34,9 @@ _READ_CHUNK = 64 * 1024
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
-    policy = policy_for(request)
     raw = await read_body(request)
     chat = parse_chat_request(raw)
+    policy = choose_policy(request, model=chat.model)
     check = check_input(policy, chat)
     record_findings(request, Stage.INPUT, check.findings)
     if check.blocked:

@@ -20,6 +20,7 @@ from proxy.state import POLICY
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
+from shields.routing import PolicySet, load_policy_set
 
 __all__ = ["default_policy", "main"]
 
@@ -44,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--policy",
-        help="policy YAML file (default: $SHIELDGATE_POLICY, else the packaged default policy)",
+        help="policy YAML file, or a directory of policies with routes.yaml (default: "
+        "$SHIELDGATE_POLICY, else the packaged default policy)",
     )
     serve.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: 8080; 0 = any)")
@@ -113,14 +115,18 @@ def _serve_command(args: argparse.Namespace) -> int:
         )
         return _fail(f"invalid setting: {problems}")
     try:
-        policy = load_policy(Path(settings.policy)) if settings.policy else default_policy()
+        policies = (
+            load_policy_set(settings.policy)
+            if settings.policy
+            else PolicySet.single(default_policy())
+        )
     except PolicyError as exc:
         return _fail(f"invalid policy:\n{exc}")
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
-        asyncio.run(_serve(settings, policy))
+        asyncio.run(_serve(settings, policies))
     except OSError as exc:
         print(
             f"shieldgate: cannot listen on {settings.host}:{settings.port}: {exc.strerror}",
@@ -132,13 +138,13 @@ def _serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(settings: Settings, policy: CompiledPolicy) -> None:
+async def _serve(settings: Settings, policies: PolicySet) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    server = await start_server(settings, policy)
+    server = await start_server(settings, policies)
     source = server.app[POLICY]
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(source.reload()))

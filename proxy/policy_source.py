@@ -1,4 +1,4 @@
-"""The policy in force, its file, and hot reload.
+"""The policies in force, their file or directory, and hot reload.
 
 A reload is atomic: the new policy is compiled off to the side (in a thread, so a large deny
 list does not stall the event loop) and swapped in with one assignment. A request takes the
@@ -10,13 +10,15 @@ last good policy stays in force, the error is logged, and ``stale`` says so unti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shields.policy import CompiledPolicy, PolicyError, load_policy
+from shields.policy import PolicyError
+from shields.routing import ROUTES_FILE, PolicySet, load_policy_set, policy_files
 
 __all__ = ["PolicySource"]
 
@@ -24,25 +26,32 @@ log = logging.getLogger("shieldgate.policy")
 
 
 @dataclass(frozen=True, slots=True)
-class _Fingerprint:
+class _FileState:
+    name: str
     inode: int
     size: int
     mtime_ns: int
 
 
-def _fingerprint(path: Path) -> _Fingerprint | None:
+def _fingerprint(path: Path) -> tuple[_FileState, ...] | None:
+    """What the policy files look like on disk; any change means: reload."""
     try:
-        # stat() follows symlinks: a Kubernetes ConfigMap update swaps a symlink, which shows
-        # up here as a new inode.
-        info = os.stat(path)
+        files = [*policy_files(path), path / ROUTES_FILE] if path.is_dir() else [path]
+        states = []
+        for file in files:
+            # stat() follows symlinks: a Kubernetes ConfigMap update swaps a symlink, which
+            # shows up here as a new inode.
+            with contextlib.suppress(FileNotFoundError):
+                info = os.stat(file)
+                states.append(_FileState(file.name, info.st_ino, info.st_size, info.st_mtime_ns))
     except OSError:
         return None
-    return _Fingerprint(info.st_ino, info.st_size, info.st_mtime_ns)
+    return tuple(states)
 
 
 class PolicySource:
-    def __init__(self, policy: CompiledPolicy, path: Path | None = None) -> None:
-        self.current = policy
+    def __init__(self, policies: PolicySet, path: Path | None = None) -> None:
+        self.policies = policies
         self.path = path
         self.stale = False
         self.error: str | None = None
@@ -59,32 +68,30 @@ class PolicySource:
         async with self._lock:
             self._seen = _fingerprint(self.path)
             try:
-                policy = await asyncio.to_thread(load_policy, self.path)
+                policies = await asyncio.to_thread(load_policy_set, self.path)
             except PolicyError as exc:
                 self.failures += 1
                 self.stale = True
                 self.error = str(exc)
                 log.error(
-                    "policy reload rejected, keeping %s (%s): %s",
-                    self.current.name,
-                    self.current.digest,
-                    exc,
+                    "policy reload rejected, keeping %s: %s", self._describe(self.policies), exc
                 )
                 return False
-            previous = self.current
-            self.current = policy
+            previous = self.policies
+            self.policies = policies
             self.stale = False
             self.error = None
             self.loaded_at = time.time()
             self.reloads += 1
             log.info(
-                "policy reloaded: %s (%s) -> %s (%s)",
-                previous.name,
-                previous.digest,
-                policy.name,
-                policy.digest,
+                "policy reloaded: %s -> %s", self._describe(previous), self._describe(policies)
             )
             return True
+
+    @staticmethod
+    def _describe(policies: PolicySet) -> str:
+        names = ", ".join(f"{p.name}@{p.digest}" for p in policies.policies.values())
+        return f"[{names}]"
 
     async def watch(self, interval: float) -> None:
         """Polls the file and reloads when it changes. Runs until cancelled.

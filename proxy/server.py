@@ -9,6 +9,7 @@ from aiohttp import web
 from proxy.app import create_app
 from proxy.settings import Settings
 from shields.policy import CompiledPolicy
+from shields.routing import PolicySet
 
 __all__ = ["RunningServer", "start_server"]
 
@@ -29,7 +30,7 @@ class RunningServer:
         await self.runner.cleanup()
 
 
-async def start_server(settings: Settings, policy: CompiledPolicy) -> RunningServer:
+async def start_server(settings: Settings, policy: CompiledPolicy | PolicySet) -> RunningServer:
     app = create_app(settings, policy)
     # handler_cancellation: when a client disconnects, its handler is cancelled, which closes
     # the upstream response even while the proxy is waiting for the upstream's next bytes.

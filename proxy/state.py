@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
+from proxy.errors import BadRequest
 from proxy.policy_source import PolicySource
 from proxy.settings import Settings
 from proxy.upstream import Upstream
@@ -16,15 +17,18 @@ from shields.policy import CompiledPolicy
 __all__ = [
     "BLOCKED_HEADER",
     "POLICY",
+    "POLICY_HASH_HEADER",
     "POLICY_HEADER",
     "SETTINGS",
     "UPSTREAM",
+    "choose_policy",
     "policy_for",
     "read_body",
     "record_findings",
 ]
 
 POLICY_HEADER = "x-shieldgate-policy"
+POLICY_HASH_HEADER = "x-shieldgate-policy-hash"
 BLOCKED_HEADER = "x-shieldgate-blocked"
 
 audit_log = logging.getLogger("shieldgate.findings")
@@ -37,11 +41,24 @@ _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 
 
 def policy_for(request: web.Request) -> CompiledPolicy:
-    """The policy for this request, fixed at its first use."""
+    """The policy for this request, fixed at its first use (the default one if no route chose
+    another): a reload in the middle of a request never changes the rules it runs under."""
     policy = request.get(_REQUEST_POLICY)
     if policy is None:
-        policy = request.app[POLICY].current
+        policy = request.app[POLICY].policies.default
         request[_REQUEST_POLICY] = policy
+    return policy
+
+
+def choose_policy(request: web.Request, *, model: str | None) -> CompiledPolicy:
+    """Routes the request to a policy by the requested model (and, only where the operator
+    allows it, the client's ``x-shieldgate-policy`` header)."""
+    requested = request.headers.get(POLICY_HEADER)
+    try:
+        policy = request.app[POLICY].policies.choose(model=model, requested=requested)
+    except KeyError:
+        raise BadRequest(f"Unknown policy {requested!r}", param=POLICY_HEADER) from None
+    request[_REQUEST_POLICY] = policy
     return policy
 
 

@@ -19,11 +19,11 @@ from shields.base import Finding, Role, Stage
 from shields.cases import CaseResult, run_case
 from shields.evaluate import Evaluation, evaluate
 from shields.policy import Case, CompiledPolicy, PolicyError, Problem, load_policy
+from shields.routing import CASES_SUFFIX, load_policy_set
 
 __all__ = ["check_policies", "policy_files", "run_policy_tests", "scan_lines"]
 
 _ROLES = {role.value: role for role in Role}
-CASES_SUFFIX = ".cases.yaml"
 
 
 def policy_files(paths: Sequence[str | Path]) -> list[Path]:
@@ -48,9 +48,10 @@ def check_policies(paths: Sequence[str | Path], out: TextIO) -> int:
         out.write("no policy files found\n")
         return 1
     problems = 0
-    for path in files:
+    for raw in paths:
         try:
-            load_policy(path)
+            # A directory is loaded as the server loads it: names unique, routes resolvable.
+            load_policy_set(raw)
         except PolicyError as exc:
             for problem in exc.problems:
                 out.write(problem.located() + "\n")

@@ -31,6 +31,7 @@ __all__ = [
     "StreamSettings",
     "compile_policy",
     "load_policy",
+    "locate",
     "parse_policy",
 ]
 
@@ -172,7 +173,7 @@ def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolic
     try:
         return compile_policy(spec, source=source, digest=hashlib.sha256(data).hexdigest()[:12])
     except PolicyError as exc:
-        raise PolicyError([_locate(p, tree) for p in exc.problems]) from None
+        raise PolicyError([locate(p, tree) for p in exc.problems]) from None
 
 
 def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") -> CompiledPolicy:
@@ -270,7 +271,7 @@ def _validation_problems(
             message = "unknown key"
         else:
             message = error["msg"].removeprefix("Value error, ")
-        problems.append(_locate(Problem(source, message, _format_loc(loc)), tree, loc))
+        problems.append(locate(Problem(source, message, _format_loc(loc)), tree, loc))
     return problems
 
 
@@ -298,7 +299,7 @@ def _parse_loc(path: str) -> Loc:
     return tuple(loc)
 
 
-def _locate(problem: Problem, tree: yaml.Node | None, loc: Loc | None = None) -> Problem:
+def locate(problem: Problem, tree: yaml.Node | None, loc: Loc | None = None) -> Problem:
     """Adds the line and column of the YAML node the problem's key path points to."""
     if tree is None or problem.line is not None:
         return problem

@@ -29,6 +29,7 @@ from proxy.cli import default_policy
 from proxy.server import RunningServer, start_server
 from proxy.settings import Settings
 from shields.policy import CompiledPolicy, parse_policy
+from shields.routing import PolicySet
 from tests.fake_upstream import FakeUpstream
 
 __all__ = ["FAST_SETTINGS", "ProxyFactory", "load_test_policy"]
@@ -42,15 +43,15 @@ FAST_SETTINGS: dict[str, Any] = {
     "retry_after_cap": 0.5,
 }
 
-PolicySource = CompiledPolicy | str | bytes | None
+PolicySource = CompiledPolicy | PolicySet | str | bytes | None
 ProxyFactory = Callable[..., Awaitable[RunningServer]]
 
 
-def load_test_policy(policy: PolicySource) -> CompiledPolicy:
-    """``None`` -> the packaged default policy; YAML text -> parsed; a CompiledPolicy as is."""
+def load_test_policy(policy: PolicySource) -> CompiledPolicy | PolicySet:
+    """``None`` -> the packaged default policy; YAML text -> parsed; loaded policies as they are."""
     if policy is None:
         return default_policy()
-    if isinstance(policy, CompiledPolicy):
+    if isinstance(policy, CompiledPolicy | PolicySet):
         return policy
     return parse_policy(policy, source="<test policy>")
 
