@@ -18,11 +18,14 @@ from proxy.chat import chat_completions
 from proxy.errors import error_middleware, json_response
 from proxy.models import list_models
 from proxy.policy_source import PolicySource
+from proxy.response_store import open_response_store
+from proxy.responses import create_response, delete_response, retrieve_response
 from proxy.settings import Settings
 from proxy.state import (
     POLICY,
     POLICY_HASH_HEADER,
     POLICY_HEADER,
+    RESPONSE_STORE,
     SETTINGS,
     UPSTREAM,
     policy_for,
@@ -44,6 +47,14 @@ async def _upstream_session(app: web.Application) -> AsyncIterator[None]:
     app[UPSTREAM] = upstream
     yield
     await upstream.close()
+
+
+async def _response_store(app: web.Application) -> AsyncIterator[None]:
+    # Opened lazily by the store itself: no file appears unless /v1/responses stores one.
+    store = open_response_store(app[SETTINGS].responses_db)
+    app[RESPONSE_STORE] = store
+    yield
+    await store.close()
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -96,9 +107,13 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     app[POLICY] = PolicySource(policies, Path(settings.policy) if settings.policy else None)
     app.cleanup_ctx.append(_upstream_session)
     app.cleanup_ctx.append(_watch_policy)
+    app.cleanup_ctx.append(_response_store)
     app.on_response_prepare.append(_policy_header)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)
+    app.router.add_post("/v1/responses", create_response)
+    app.router.add_get("/v1/responses/{response_id}", retrieve_response)
+    app.router.add_delete("/v1/responses/{response_id}", delete_response)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from proxy import json_codec
@@ -41,7 +40,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     record_findings(request, Stage.INPUT, check.findings)
     if check.blocked:
         return await _refuse_input(request, policy, chat)
-    body = orjson.dumps(chat.body) if check.redacted else raw
+    body = json_codec.dumps(chat.body) if check.redacted else raw
     upstream = request.app[UPSTREAM]
     headers = upstream.headers(request.headers)
     if check.redacted:
@@ -121,7 +120,7 @@ async def _relay_json(
             refusal_completion(refusal.message, model=model, n=max(chat.n, 1)), headers=blocked
         )
     if check.redacted:
-        body = orjson.dumps(completion)
+        body = json_codec.dumps(completion)
     return web.Response(body=body, status=reply.status, headers=headers)
 
 

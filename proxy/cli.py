@@ -14,9 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from proxy.server import start_server
 from proxy.settings import Settings
-from proxy.state import POLICY
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
@@ -101,7 +99,9 @@ def _scan(args: argparse.Namespace) -> int:
         policy = load_policy(Path(args.policy)) if args.policy else default_policy()
     except PolicyError as exc:
         return _fail(f"invalid policy:\n{exc}")
-    return scan_lines(policy, Stage(args.stage), sys.stdin, sys.stdout, explain=args.explain)
+    # Bytes, not text: a line that is not UTF-8 must become an error line, not end the run.
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    return scan_lines(policy, Stage(args.stage), stdin, sys.stdout, explain=args.explain)
 
 
 def _serve_command(args: argparse.Namespace) -> int:
@@ -139,6 +139,11 @@ def _serve_command(args: argparse.Namespace) -> int:
 
 
 async def _serve(settings: Settings, policies: PolicySet) -> None:
+    # Imported here: aiohttp and the service cost half a second that `check`, `test` and
+    # `scan` (pre-commit hooks, CI) should not pay.
+    from proxy.server import start_server
+    from proxy.state import POLICY
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

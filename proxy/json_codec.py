@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["InvalidJSON", "loads"]
+__all__ = ["InvalidJSON", "dumps", "loads"]
 
 
 class InvalidJSON(ValueError):
@@ -30,3 +30,15 @@ def loads(data: bytes) -> Any:
         raise InvalidJSON("JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJSON(str(exc)) from None
+
+
+def dumps(value: Any) -> bytes:
+    """Serializes data that came from hostile JSON.
+
+    The ``json`` fallback of ``loads`` accepts lone surrogates (``"\\ud800"``), which orjson
+    refuses to encode; ``json.dumps`` writes them back as the escapes they came in as.
+    """
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":")).encode()

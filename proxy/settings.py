@@ -32,6 +32,9 @@ class Settings(BaseModel):
     retry_after_cap: float = Field(default=10.0, ge=0)
     # How often the policy file is checked for changes, in seconds (0: only on SIGHUP).
     policy_reload_interval: float = Field(default=0.5, ge=0)
+    # Where /v1/responses keeps stored responses: a SQLite file (created on first use) or
+    # ":memory:" (lost at exit, not shared between processes).
+    responses_db: str = Field(default="shieldgate-responses.sqlite3", min_length=1)
 
     @field_validator("policy", "host")
     @classmethod

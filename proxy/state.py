@@ -9,6 +9,7 @@ from aiohttp import web
 
 from proxy.errors import BadRequest
 from proxy.policy_source import PolicySource
+from proxy.response_store import ResponseStore
 from proxy.settings import Settings
 from proxy.upstream import Upstream
 from shields.base import Finding, Stage
@@ -19,6 +20,7 @@ __all__ = [
     "POLICY",
     "POLICY_HASH_HEADER",
     "POLICY_HEADER",
+    "RESPONSE_STORE",
     "SETTINGS",
     "UPSTREAM",
     "choose_policy",
@@ -37,6 +39,7 @@ audit_log = logging.getLogger("shieldgate.findings")
 SETTINGS = web.AppKey("settings", Settings)
 POLICY = web.AppKey("policy", PolicySource)
 UPSTREAM = web.AppKey("upstream", Upstream)
+RESPONSE_STORE = web.AppKey("response_store", ResponseStore)
 _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 
 

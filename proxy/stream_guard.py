@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from proxy import json_codec
 from proxy.errors import error_body
 from proxy.openai_texts import READERS as _READERS
@@ -302,7 +300,7 @@ class StreamGuard:
         ]
         for text_field, (channel, start, _) in zip(fields, item.segments, strict=True):
             text_field.write(redact(text_field.text, start, channel.spans))
-        return encode_data(orjson.dumps(item.chunk))
+        return encode_data(json_codec.dumps(item.chunk))
 
     def _finish(self, done_raw: bytes) -> bytes:
         for channel in self._channels.values():

@@ -18,8 +18,9 @@ from pydantic import TypeAdapter, ValidationError
 from shields.base import Finding, Role, Stage
 from shields.cases import CaseResult, run_case
 from shields.evaluate import Evaluation, evaluate
-from shields.policy import Case, CompiledPolicy, PolicyError, Problem, load_policy
+from shields.policy import Case, CompiledPolicy, PolicyError, Problem, load_policy, yaml_problem
 from shields.routing import CASES_SUFFIX, load_policy_set
+from shields.routing import policy_files as directory_policy_files
 
 __all__ = ["check_policies", "policy_files", "run_policy_tests", "scan_lines"]
 
@@ -27,14 +28,12 @@ _ROLES = {role.value: role for role in Role}
 
 
 def policy_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The policy files named, directories expanded to their ``*.yaml`` (not ``*.cases.yaml``)."""
+    """The policy files named, directories expanded to their policies (not ``routes.yaml``,
+    not ``*.cases.yaml``)."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            files += sorted(p for p in path.glob("*.yaml") if not p.name.endswith(CASES_SUFFIX))
-        else:
-            files.append(path)
+        files += directory_policy_files(path) if path.is_dir() else [path]
     return files
 
 
@@ -78,10 +77,17 @@ def _sibling_cases(path: Path) -> tuple[list[Case], list[Problem]]:
     if not sibling.exists():
         return [], []
     try:
-        document = yaml.safe_load(sibling.read_bytes())
-    except (OSError, yaml.YAMLError) as exc:
-        return [], [Problem(str(sibling), f"cannot read cases: {exc}")]
+        data = sibling.read_bytes()
+    except OSError as exc:
+        return [], [Problem(str(sibling), f"cannot read cases: {exc.strerror or exc}")]
+    try:
+        document = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        return [], [yaml_problem(str(sibling), exc, data)]
     if isinstance(document, dict):
+        unknown = sorted(str(key) for key in document if key != "cases")
+        if unknown:
+            return [], [Problem(str(sibling), "unknown key", key) for key in unknown]
         document = document.get("cases")
     try:
         return TypeAdapter(list[Case]).validate_python(document or []), []
@@ -197,6 +203,7 @@ def _write_junit(path: Path, outcomes: list[_Outcome]) -> None:
             if outcome.problems:
                 failure = ElementTree.SubElement(case, "failure", message=outcome.problems[0])
                 failure.text = "\n".join(outcome.problems)
+    path.parent.mkdir(parents=True, exist_ok=True)
     ElementTree.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
 
@@ -212,6 +219,7 @@ def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]],
     if not isinstance(record, dict):
         raise _BadRecord("each line must be a JSON object")
     if isinstance(record.get("text"), str):
+        _valid_unicode(record["text"])
         return [(Role.USER if stage is Stage.INPUT else None, record["text"])], False
     messages = record.get("messages")
     if not isinstance(messages, list):
@@ -227,8 +235,16 @@ def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]],
             )
         if not isinstance(content, str):
             raise _BadRecord(f"messages[{i}].content must be a string or a list of parts")
+        _valid_unicode(content)
         texts.append((_ROLES[message["role"]], content))
     return texts, True
+
+
+def _valid_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _BadRecord("the text is not valid Unicode (a lone surrogate escape)") from None
 
 
 def _finding_json(finding: Finding, text: str, explain: bool) -> dict[str, Any]:
@@ -272,7 +288,7 @@ def _scan_result(
     return output
 
 
-def _lines(stream: Iterable[str]) -> Iterator[tuple[int, str]]:
+def _lines(stream: Iterable[str | bytes]) -> Iterator[tuple[int, str | bytes]]:
     for number, line in enumerate(stream, start=1):
         if line.strip():
             yield number, line
@@ -298,8 +314,10 @@ def scan_lines(
             reason = str(exc) if isinstance(exc, _BadRecord) else f"not valid JSON: {exc}"
             record_id = record.get("id") if isinstance(record, dict) else None
             out.write(json.dumps({"id": record_id, "line": number, "error": reason}) + "\n")
+            out.flush()
             continue
         evaluation = evaluate(policy, stage, texts)
         result = _scan_result(record, evaluation, is_messages, explain)
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        out.flush()  # one verdict per line as it comes, also behind a pipe (`tail -f | scan`)
     return 1 if errors else 0

@@ -33,6 +33,7 @@ __all__ = [
     "load_policy",
     "locate",
     "parse_policy",
+    "yaml_problem",
 ]
 
 _TYPES = builtin_types()
@@ -160,7 +161,7 @@ def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolic
         tree = yaml.compose(data, Loader=yaml.SafeLoader)
         document = yaml.safe_load(data)
     except yaml.YAMLError as exc:
-        raise PolicyError([_yaml_problem(source, exc)]) from None
+        raise PolicyError([yaml_problem(source, exc, data)]) from None
     if document is None:
         raise PolicyError([Problem(source, "the policy file is empty")])
     if not isinstance(document, dict):
@@ -238,9 +239,23 @@ def _build(
     return shields
 
 
-def _yaml_problem(source: str, exc: yaml.YAMLError) -> Problem:
+def yaml_problem(source: str, exc: yaml.YAMLError, data: bytes) -> Problem:
+    """A YAML error as one located line."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        # Bad bytes or control characters: the reader knows an offset, not a line.
+        if exc.encoding == "unicode":
+            before = data.decode("utf-8", "replace")[: exc.position]
+        else:
+            before = data[: exc.position].decode("utf-8", "replace")
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        character = (
+            f"#x{exc.character:02x}" if isinstance(exc.character, int) else repr(exc.character)
+        )
+        message = f"invalid YAML: unacceptable character {character}: {exc.reason}"
+        return Problem(source, message, line=line, column=column)
     mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     if mark is not None:
         return Problem(
             source, f"invalid YAML: {problem}", line=mark.line + 1, column=mark.column + 1

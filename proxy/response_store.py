@@ -1,0 +1,157 @@
+"""Stored responses: what ``store: true`` keeps, behind a small interface.
+
+A stored response is the Response object a client got (for ``GET /v1/responses/{id}``) and the
+conversation it ends, as the chat messages that were sent upstream plus the reply — so that
+``previous_response_id`` continues it without walking a chain of records. The messages are the
+ones after the input stage: a redacted credential is stored redacted, and a request blocked at
+input is not stored at all (only the refusal that answered it).
+
+Records are bound to a digest of the client's ``Authorization`` header: a response can be read
+or continued only with the credential that created it.
+
+SQLite is the embedded default (one file, no setup; several proxy processes on one host may
+share it). ``ResponseStore`` is the seam for a shared database serving several hosts.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+__all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "open_response_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponse:
+    id: str
+    owner: str  # digest of the credential that created it
+    response: dict[str, Any]  # the Response object, as returned to the client
+    conversation: list[dict[str, Any]]  # chat messages, instructions excluded
+
+
+class ResponseStore(abc.ABC):
+    """Where responses are kept. Implementations must be safe for concurrent use."""
+
+    @abc.abstractmethod
+    async def get(self, response_id: str) -> StoredResponse | None: ...
+
+    @abc.abstractmethod
+    async def put(self, record: StoredResponse) -> None: ...
+
+    @abc.abstractmethod
+    async def delete(self, response_id: str) -> bool:
+        """True when a record was deleted."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    response BLOB NOT NULL,
+    conversation BLOB NOT NULL
+)
+"""
+
+
+class SQLiteResponseStore(ResponseStore):
+    """One connection used from worker threads, one statement at a time.
+
+    The database is opened on first use, so a proxy that never serves ``store: true`` never
+    creates the file.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            try:
+                conn.execute("PRAGMA busy_timeout = 5000")
+                if self.path != ":memory:":
+                    # Readers never wait for a writer: several processes can share the file.
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(_SCHEMA)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _get(self, response_id: str) -> StoredResponse | None:
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT owner, response, conversation FROM responses WHERE id = ?",
+                    (response_id,),
+                )
+                .fetchone()
+            )
+        if row is None:
+            return None
+        owner, response, conversation = row
+        return StoredResponse(
+            id=response_id,
+            owner=owner,
+            response=orjson.loads(response),
+            conversation=orjson.loads(conversation),
+        )
+
+    def _put(self, record: StoredResponse) -> None:
+        values = (
+            record.id,
+            record.owner,
+            time.time(),
+            orjson.dumps(record.response),
+            orjson.dumps(record.conversation),
+        )
+        with self._lock:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO responses (id, owner, created_at, response, conversation)"
+                " VALUES (?, ?, ?, ?, ?)",
+                values,
+            )
+
+    def _delete(self, response_id: str) -> bool:
+        with self._lock:
+            cursor = self._connection().execute(
+                "DELETE FROM responses WHERE id = ?", (response_id,)
+            )
+        return cursor.rowcount > 0
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        return await asyncio.to_thread(self._get, response_id)
+
+    async def put(self, record: StoredResponse) -> None:
+        await asyncio.to_thread(self._put, record)
+
+    async def delete(self, response_id: str) -> bool:
+        return await asyncio.to_thread(self._delete, response_id)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+
+def open_response_store(location: str) -> ResponseStore:
+    """The store named by the ``responses_db`` setting: a SQLite file path, or ``:memory:``."""
+    return SQLiteResponseStore(location)

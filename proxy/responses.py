@@ -1,0 +1,284 @@
+"""``/v1/responses``: the OpenAI Responses API, served over the upstream's chat completions.
+
+A request is translated into a chat-completions request (``proxy.responses_request``), checked
+by the same input stage as ``/v1/chat/completions``, and always sent upstream as a stream, also
+when the client did not ask for one. The upstream's events go through the same ``StreamGuard``,
+and only what it releases is translated into Responses events (``proxy.responses_stream``). So
+there is one guarded path: a non-stream response is exactly the object ``response.completed``
+carries, a block closes the upstream at once (the upstream stops generating), and the zero-leak
+guarantee of the stream guard covers every delta event.
+
+Errors before the first byte are HTTP errors in OpenAI's shape, as for chat completions: bad
+requests 400, an unreachable upstream 502, upstream error statuses relayed. Once a stream has
+started, a block is the Responses refusal form and an upstream failure is ``response.failed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from proxy.chat_request import check_input, parse_chat_request
+from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response
+from proxy.refusal import StreamContext, content_filter_error
+from proxy.response_store import StoredResponse
+from proxy.responses_request import (
+    ResponsesRequest,
+    items_to_messages,
+    new_id,
+    parse_responses_request,
+)
+from proxy.responses_stream import (
+    Event,
+    GuardedResponseStream,
+    ResponseTranslator,
+    encode_events,
+)
+from proxy.state import (
+    BLOCKED_HEADER,
+    RESPONSE_STORE,
+    UPSTREAM,
+    choose_policy,
+    read_body,
+    record_findings,
+)
+from proxy.stream_guard import StreamGuard
+from proxy.upstream import response_headers
+from shields.base import Stage
+from shields.policy import CompiledPolicy
+
+__all__ = ["NotFound", "create_response", "delete_response", "retrieve_response"]
+
+log = logging.getLogger("shieldgate.proxy")
+
+_READ_CHUNK = 64 * 1024
+_NOT_FORWARDED = frozenset({"content-type", "accept"})
+
+
+class NotFound(ProxyError):
+    status = 404
+    type = "invalid_request_error"
+
+
+def _owner(request: web.Request) -> str:
+    """Whose response it is: a digest of the credential (never the credential itself)."""
+    credential = request.headers.get("Authorization", "")
+    return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class _Turn:
+    """One request's conversation, and storing its outcome."""
+
+    def __init__(
+        self,
+        request: web.Request,
+        parsed: ResponsesRequest,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        self.request = request
+        self.parsed = parsed
+        # After the input stage (redactions applied), without the instructions.
+        self.history = messages[parsed.system_count :]
+        self.translator = ResponseTranslator(
+            response_id=new_id("resp"), model=parsed.model, echo=parsed.echo
+        )
+        self._saved = False
+
+    async def save(self, *, include_input: bool = True) -> None:
+        final = self.translator.final
+        if not self.parsed.store or final is None or self._saved:
+            return
+        self._saved = True
+        conversation = self.history
+        if not include_input:
+            conversation = conversation[: len(conversation) - len(self.parsed.input_messages)]
+        if final["status"] != "failed":
+            conversation = conversation + items_to_messages(final["output"], where="output")
+        record = StoredResponse(
+            id=final["id"],
+            owner=_owner(self.request),
+            response=final,
+            conversation=conversation,
+        )
+        try:
+            await self.request.app[RESPONSE_STORE].put(record)
+        except Exception:
+            # The answer stands; only a later previous_response_id or GET will miss it.
+            log.exception("could not store response %s", final["id"])
+
+
+async def create_response(request: web.Request) -> web.StreamResponse:
+    raw = await read_body(request)
+    parsed = parse_responses_request(raw)
+    policy = choose_policy(request, model=parsed.model)
+    prior: list[dict[str, Any]] = []
+    if parsed.previous_response_id is not None:
+        record = await request.app[RESPONSE_STORE].get(parsed.previous_response_id)
+        if record is None or record.owner != _owner(request):
+            raise BadRequest(
+                f"Previous response with id '{parsed.previous_response_id}' not found.",
+                param="previous_response_id",
+                code="previous_response_not_found",
+            )
+        prior = record.conversation
+    # The translated request takes the chat-completions parser and input stage as it is, so
+    # input shields, redaction and blocks behave exactly as for /v1/chat/completions.
+    chat = parse_chat_request(orjson.dumps(parsed.chat_body(prior)))
+    check = check_input(policy, chat)
+    record_findings(request, Stage.INPUT, check.findings)
+    turn = _Turn(request, parsed, chat.body["messages"])
+    if check.blocked:
+        return await _refuse_input(turn, policy)
+    upstream = request.app[UPSTREAM]
+    headers = {
+        name: value
+        for name, value in upstream.headers(request.headers).items()
+        if name.lower() not in _NOT_FORWARDED
+    }
+    headers["Content-Type"] = "application/json"
+    headers["Accept"] = "text/event-stream"
+    async with upstream.request(
+        "POST", "chat/completions", headers=headers, body=orjson.dumps(chat.body)
+    ) as reply:
+        if reply.status >= 300:
+            # Errors are relayed as they are: both APIs share OpenAI's error shape.
+            return await _relay_error(request, reply)
+        if reply.content_type != "text/event-stream":
+            raise UpstreamError("The upstream answered a streaming request without a stream")
+        guard = StreamGuard(
+            policy,
+            StreamContext(model=parsed.model, n=1, include_usage=True),
+            on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
+        )
+        stream = GuardedResponseStream(guard, turn.translator, policy.spec.refusal)
+        if parsed.stream:
+            return await _stream(turn, stream, reply)
+        return await _collect(turn, policy, stream, reply)
+
+
+async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamResponse:
+    refusal = policy.spec.refusal
+    headers = {BLOCKED_HEADER: "input"}
+    if refusal.style == "error":
+        return json_response(content_filter_error(refusal.message), status=400, headers=headers)
+    events = turn.translator.start() + turn.translator.refuse(refusal.message)
+    # The blocked input is not stored: continuing the conversation must not replay it.
+    await turn.save(include_input=False)
+    if not turn.parsed.stream:
+        return json_response(turn.translator.final, headers=headers)
+    response = web.StreamResponse(headers=headers)
+    response.content_type = "text/event-stream"
+    await response.prepare(turn.request)
+    await response.write(encode_events(events))
+    await response.write_eof()
+    return response
+
+
+async def _relay_error(request: web.Request, reply: aiohttp.ClientResponse) -> web.Response:
+    limit = request.app[UPSTREAM].settings.max_upstream_body_bytes
+    try:
+        body = await reply.content.read(limit + 1)
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
+    if len(body) > limit:
+        raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
+    return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
+
+
+Emit = Callable[[list[Event]], Awaitable[bool]]
+
+
+async def _pump(stream: GuardedResponseStream, reply: aiohttp.ClientResponse, emit: Emit) -> bool:
+    """Reads the upstream until the response has ended; False when the client left.
+
+    Returning (or raising) leaves the handler's ``async with`` on the upstream response, which
+    closes it if it is not finished: a block stops the upstream at once.
+    """
+    while not stream.closed:
+        try:
+            data = await reply.content.readany()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            events = stream.fail(f"The upstream stream broke off: {type(exc).__name__}")
+        else:
+            events = stream.feed(data) if data else stream.end()
+        if not await emit(events):
+            return False
+    return True
+
+
+async def _stream(
+    turn: _Turn, stream: GuardedResponseStream, reply: aiohttp.ClientResponse
+) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
+    response.content_type = "text/event-stream"
+    await response.prepare(turn.request)
+
+    async def emit(events: list[Event]) -> bool:
+        if not events:
+            return True
+        # Stored before the client hears the end: a follow-up request may come at once.
+        await turn.save()
+        try:
+            await response.write(encode_events(events))
+        except ConnectionResetError:
+            log.info("client disconnected mid-stream")
+            return False
+        return True
+
+    if not await emit(turn.translator.start()) or not await _pump(stream, reply, emit):
+        return response
+    await response.write_eof()
+    return response
+
+
+async def _collect(
+    turn: _Turn,
+    policy: CompiledPolicy,
+    stream: GuardedResponseStream,
+    reply: aiohttp.ClientResponse,
+) -> web.StreamResponse:
+    async def discard(events: list[Event]) -> bool:
+        return True
+
+    turn.translator.start()
+    await _pump(stream, reply, discard)
+    final = turn.translator.final
+    if stream.blocked:
+        headers = {BLOCKED_HEADER: "output"}
+        refusal = policy.spec.refusal
+        if refusal.style == "error" or final is None:
+            return json_response(content_filter_error(refusal.message), status=400, headers=headers)
+        await turn.save()
+        return json_response(final, headers=headers)
+    if final is None or final["status"] == "failed":
+        error = (final or {}).get("error") or {}
+        raise UpstreamError(error.get("message") or "The upstream stream failed")
+    await turn.save()
+    return json_response(final)
+
+
+async def retrieve_response(request: web.Request) -> web.StreamResponse:
+    if request.query.get("stream", "false").lower() not in ("false", "0"):
+        raise BadRequest("Streaming a stored response again is not supported", param="stream")
+    return json_response((await _stored(request)).response)
+
+
+async def delete_response(request: web.Request) -> web.StreamResponse:
+    record = await _stored(request)
+    await request.app[RESPONSE_STORE].delete(record.id)
+    return json_response({"id": record.id, "object": "response", "deleted": True})
+
+
+async def _stored(request: web.Request) -> StoredResponse:
+    response_id = request.match_info["response_id"]
+    record = await request.app[RESPONSE_STORE].get(response_id)
+    if record is None or record.owner != _owner(request):
+        # Someone else's response is as absent as a missing one: ids are not to be probed.
+        raise NotFound(f"Response with id '{response_id}' not found.")
+    return record

@@ -1,0 +1,586 @@
+"""From the guarded chat-completions stream to the Responses API's event sequence.
+
+``GuardedResponseStream`` feeds the upstream's SSE through the same ``StreamGuard`` as
+``/v1/chat/completions`` and translates only the bytes the guard releases, so every Responses
+event carries text the output shields have already passed: the zero-leak guarantee holds by
+construction, with no second hold-back logic to get wrong. When the guard blocks, its chat
+refusal tail is dropped and the Responses refusal form is sent instead; when it fails (the
+upstream broke off or sent something unreadable), the response fails.
+
+``ResponseTranslator`` turns ``chat.completion.chunk`` deltas into events, in the order OpenAI
+sends them: ``response.created``, ``response.in_progress``, then per output item
+``output_item.added`` / ``content_part.added`` / deltas / ``.done`` events, then
+``response.completed`` (or ``.incomplete`` / ``.failed``), with increasing ``sequence_number``.
+Reasoning text (``reasoning_content`` / ``reasoning``) becomes a ``reasoning`` item, content a
+``message`` item, each tool-call index a ``function_call`` item. Calls may interleave (their
+events name their ``output_index``), so function-call items stay open until the end; a message
+or reasoning item closes when the model moves on to something else.
+
+Neither class does I/O: the handler feeds network reads in and writes what comes out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxy import json_codec
+from proxy.openai_texts import serialize_arguments
+from proxy.responses_request import new_id
+from proxy.sse import SSEDecoder, SSEError
+from proxy.stream_guard import GuardState, StreamGuard
+from shields.policy import Refusal
+
+__all__ = ["GuardedResponseStream", "ResponseTranslator", "encode_events"]
+
+Event = dict[str, Any]
+
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+def encode_events(events: list[Event]) -> bytes:
+    """``event: <type>`` + ``data: <json>`` per event, as OpenAI sends them."""
+    return b"".join(
+        b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+        for event in events
+    )
+
+
+class MalformedChunk(ValueError):
+    """A released upstream event the translator cannot read: the response fails."""
+
+
+@dataclass(slots=True, eq=False)
+class _Part:
+    kind: str  # output_text | refusal | reasoning_text
+    texts: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        if len(self.texts) > 1:
+            self.texts[:] = ["".join(self.texts)]
+        return self.texts[0] if self.texts else ""
+
+    def dump(self) -> dict[str, Any]:
+        if self.kind == "output_text":
+            return {"type": "output_text", "text": self.text, "annotations": [], "logprobs": []}
+        if self.kind == "refusal":
+            return {"type": "refusal", "refusal": self.text}
+        return {"type": "reasoning_text", "text": self.text}
+
+
+@dataclass(slots=True, eq=False)
+class _Item:
+    kind: str  # message | reasoning | function_call
+    id: str
+    output_index: int
+    parts: list[_Part] = field(default_factory=list)
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    open: bool = True
+    status: str = "in_progress"
+
+    def part(self, kind: str) -> tuple[int, _Part | None]:
+        for i, part in enumerate(self.parts):
+            if part.kind == kind:
+                return i, part
+        return len(self.parts), None
+
+    def dump(self, *, empty: bool = False) -> dict[str, Any]:
+        """A fresh dict (events must not share state the translator goes on changing)."""
+        if self.kind == "message":
+            return {
+                "id": self.id,
+                "type": "message",
+                "role": "assistant",
+                "status": self.status,
+                "content": [] if empty else [part.dump() for part in self.parts],
+            }
+        if self.kind == "reasoning":
+            return {
+                "id": self.id,
+                "type": "reasoning",
+                "summary": [],
+                "content": [] if empty else [part.dump() for part in self.parts],
+                "status": self.status,
+            }
+        if len(self.arguments) > 1:
+            self.arguments[:] = ["".join(self.arguments)]
+        return {
+            "id": self.id,
+            "type": "function_call",
+            "call_id": self.call_id,
+            "name": self.name,
+            "arguments": "" if empty or not self.arguments else self.arguments[0],
+            "status": self.status,
+        }
+
+
+def _usage(usage: Any) -> dict[str, Any] | None:
+    if not isinstance(usage, dict):
+        return None
+
+    def count(holder: Any, key: str) -> int:
+        value = holder.get(key) if isinstance(holder, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    input_tokens = count(usage, "prompt_tokens")
+    output_tokens = count(usage, "completion_tokens")
+    total = count(usage, "total_tokens") or input_tokens + output_tokens
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {
+            "cached_tokens": count(usage.get("prompt_tokens_details"), "cached_tokens"),
+            "cache_write_tokens": 0,
+        },
+        "output_tokens": output_tokens,
+        "output_tokens_details": {
+            "reasoning_tokens": count(usage.get("completion_tokens_details"), "reasoning_tokens")
+        },
+        "total_tokens": total,
+    }
+
+
+_ZERO_USAGE = _usage({})
+
+
+class ResponseTranslator:
+    """Builds the Responses events for one response; ``final`` is set once it has ended."""
+
+    def __init__(self, *, response_id: str, model: str, echo: dict[str, Any]) -> None:
+        self.id = response_id
+        self.model = model
+        self.created_at = int(time.time())
+        self._echo = echo
+        self._sequence = 0
+        self._items: list[_Item] = []
+        self._message: _Item | None = None  # the open message item, if any
+        self._reasoning: _Item | None = None  # the open reasoning item, if any
+        self._calls: dict[int, _Item] = {}  # open function-call items by tool-call index
+        self._finish_reason: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self.final: dict[str, Any] | None = None
+        self.ended = False
+        self.failed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> list[Event]:
+        snapshot = self._response("in_progress", [])
+        return [
+            self._event("response.created", response=snapshot),
+            self._event("response.in_progress", response=self._response("in_progress", [])),
+        ]
+
+    def chunk(self, chunk: dict[str, Any]) -> list[Event]:
+        """One ``chat.completion.chunk`` the guard released. Raises MalformedChunk."""
+        events: list[Event] = []
+        if "usage" in chunk and chunk["usage"] is not None:
+            self._usage = _usage(chunk["usage"])
+        choices = chunk.get("choices")
+        if choices is None:
+            return events
+        if not isinstance(choices, list):
+            raise MalformedChunk("`choices` is not a list")
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise MalformedChunk("a choice is not an object")
+            if choice.get("index", 0) != 0:
+                continue  # n is always 1 upstream; nothing else belongs to this response
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._delta(delta, events)
+            elif delta is not None:
+                raise MalformedChunk("a choice's delta is not an object")
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str):
+                self._finish_reason = reason
+        return events
+
+    def complete(self) -> list[Event]:
+        """The upstream finished and the guard released everything."""
+        if any(item.kind == "function_call" and not item.name for item in self._items):
+            return self.fail("The upstream sent a tool call without a function name")
+        reason = self._finish_reason
+        incomplete = None
+        if reason == "length":
+            incomplete = {"reason": "max_output_tokens"}
+        elif reason == "content_filter":
+            incomplete = {"reason": "content_filter"}
+        item_status = "completed" if incomplete is None else "incomplete"
+        events = self._close_all(item_status)
+        status = "completed" if incomplete is None else "incomplete"
+        output = [item.dump() for item in self._items]
+        final = self._response(status, output, usage=self._usage)
+        final["incomplete_details"] = incomplete
+        events.append(self._end(f"response.{status}", final))
+        return events
+
+    def refuse(self, message: str) -> list[Event]:
+        """A shield blocked: the answer is a message with a refusal part, and nothing else."""
+        events = self._close_all("incomplete")
+        item = self._add("message")
+        events.append(self._added(item))
+        part = _Part("refusal", [message])
+        item.parts.append(part)
+        where = {"item_id": item.id, "output_index": item.output_index, "content_index": 0}
+        events.append(
+            self._event("response.content_part.added", **where, part=_Part("refusal").dump())
+        )
+        events.append(self._event("response.refusal.delta", **where, delta=message))
+        events.append(self._event("response.refusal.done", **where, refusal=message))
+        events.append(self._event("response.content_part.done", **where, part=part.dump()))
+        item.open = False
+        item.status = "completed"
+        events.append(self._done_item(item))
+        final = self._response("completed", [item.dump()], usage=self._usage or _ZERO_USAGE)
+        events.append(self._end("response.completed", final))
+        return events
+
+    def fail(self, message: str) -> list[Event]:
+        """The upstream failed: ``response.failed`` with what was released so far."""
+        for item in self._items:
+            if item.open:
+                item.status = "incomplete"
+        output = [item.dump() for item in self._items]
+        final = self._response("failed", output, usage=self._usage)
+        final["error"] = {"code": "server_error", "message": message}
+        self.failed = True
+        return [self._end("response.failed", final)]
+
+    def error(self, code: str, message: str) -> list[Event]:
+        """An ``error`` event ends the stream (a block under refusal style ``error``)."""
+        self.ended = self.failed = True
+        return [self._event("error", code=code, message=message, param=None)]
+
+    # -- deltas ------------------------------------------------------------------------------
+
+    def _delta(self, delta: dict[str, Any], events: list[Event]) -> None:
+        for key, value in delta.items():
+            if value is None:
+                continue
+            if key == "content":
+                self._text("output_text", _content_text(value), events)
+            elif key == "refusal":
+                self._text("refusal", _string(value, key), events)
+            elif key in _REASONING_KEYS:
+                self._reasoning_text(_string(value, key), events)
+            elif key == "tool_calls":
+                if not isinstance(value, list):
+                    raise MalformedChunk("`tool_calls` is not a list")
+                for position, call in enumerate(value):
+                    self._tool_call(call, position, events)
+            elif key == "function_call":
+                raise MalformedChunk("legacy `function_call` deltas are not supported")
+
+    def _text(self, kind: str, text: str, events: list[Event]) -> None:
+        if not text:
+            return
+        self._close_reasoning(events)
+        item = self._message
+        if item is None:
+            item = self._message = self._add("message")
+            events.append(self._added(item))
+        index, part = item.part(kind)
+        where = {"item_id": item.id, "output_index": item.output_index, "content_index": index}
+        if part is None:
+            part = _Part(kind)
+            item.parts.append(part)
+            events.append(self._event("response.content_part.added", **where, part=part.dump()))
+        part.texts.append(text)
+        if kind == "output_text":
+            events.append(
+                self._event("response.output_text.delta", **where, delta=text, logprobs=[])
+            )
+        else:
+            events.append(self._event("response.refusal.delta", **where, delta=text))
+
+    def _reasoning_text(self, text: str, events: list[Event]) -> None:
+        if not text:
+            return
+        self._close_message(events)
+        item = self._reasoning
+        if item is None:
+            item = self._reasoning = self._add("reasoning")
+            events.append(self._added(item))
+            item.parts.append(_Part("reasoning_text"))
+            events.append(
+                self._event(
+                    "response.content_part.added",
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    content_index=0,
+                    part=_Part("reasoning_text").dump(),
+                )
+            )
+        item.parts[0].texts.append(text)
+        events.append(
+            self._event(
+                "response.reasoning_text.delta",
+                item_id=item.id,
+                output_index=item.output_index,
+                content_index=0,
+                delta=text,
+            )
+        )
+
+    def _tool_call(self, call: Any, position: int, events: list[Event]) -> None:
+        if not isinstance(call, dict):
+            raise MalformedChunk("a tool call is not an object")
+        index = call.get("index", position)
+        if not isinstance(index, int):
+            raise MalformedChunk("a tool call's `index` is not an integer")
+        function = call.get("function") or {}
+        if not isinstance(function, dict):
+            raise MalformedChunk("a tool call's `function` is not an object")
+        name = function.get("name")
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = serialize_arguments(arguments)
+        elif arguments is not None and not isinstance(arguments, str):
+            raise MalformedChunk("a tool call's `arguments` is neither a string nor an object")
+        item = self._calls.get(index)
+        if item is None:
+            self._close_reasoning(events)
+            self._close_message(events)
+            item = self._calls[index] = self._add("function_call")
+            call_id = call.get("id")
+            item.call_id = call_id if isinstance(call_id, str) and call_id else new_id("call")
+            item.name = name if isinstance(name, str) else ""
+            events.append(self._added(item))
+        elif isinstance(name, str) and name and not item.name:
+            item.name = name
+        if arguments:
+            item.arguments.append(arguments)
+            events.append(
+                self._event(
+                    "response.function_call_arguments.delta",
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    delta=arguments,
+                )
+            )
+
+    # -- items -------------------------------------------------------------------------------
+
+    def _add(self, kind: str) -> _Item:
+        prefix = {"message": "msg", "reasoning": "rs", "function_call": "fc"}[kind]
+        item = _Item(kind, new_id(prefix), len(self._items))
+        self._items.append(item)
+        return item
+
+    def _added(self, item: _Item) -> Event:
+        return self._event(
+            "response.output_item.added",
+            output_index=item.output_index,
+            item=item.dump(empty=True),
+        )
+
+    def _done_item(self, item: _Item) -> Event:
+        return self._event(
+            "response.output_item.done", output_index=item.output_index, item=item.dump()
+        )
+
+    def _close(self, item: _Item, status: str, events: list[Event]) -> None:
+        if not item.open:
+            return
+        item.open = False
+        item.status = status
+        where = {"item_id": item.id, "output_index": item.output_index}
+        if item.kind == "function_call":
+            arguments = item.dump()["arguments"]
+            events.append(
+                self._event("response.function_call_arguments.done", **where, arguments=arguments)
+            )
+        else:
+            for index, part in enumerate(item.parts):
+                at = {**where, "content_index": index}
+                if part.kind == "output_text":
+                    events.append(
+                        self._event("response.output_text.done", **at, text=part.text, logprobs=[])
+                    )
+                elif part.kind == "refusal":
+                    events.append(self._event("response.refusal.done", **at, refusal=part.text))
+                else:
+                    events.append(self._event("response.reasoning_text.done", **at, text=part.text))
+                events.append(self._event("response.content_part.done", **at, part=part.dump()))
+        events.append(self._done_item(item))
+
+    def _close_message(self, events: list[Event]) -> None:
+        if self._message is not None:
+            self._close(self._message, "completed", events)
+            self._message = None
+
+    def _close_reasoning(self, events: list[Event]) -> None:
+        if self._reasoning is not None:
+            self._close(self._reasoning, "completed", events)
+            self._reasoning = None
+
+    def _close_all(self, status: str) -> list[Event]:
+        events: list[Event] = []
+        for item in self._items:
+            self._close(item, status, events)
+        self._message = self._reasoning = None
+        self._calls.clear()
+        return events
+
+    # -- objects -----------------------------------------------------------------------------
+
+    def _event(self, kind: str, **fields: Any) -> Event:
+        event = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        return event
+
+    def _end(self, kind: str, final: dict[str, Any]) -> Event:
+        self.ended = True
+        self.final = final
+        return self._event(kind, response=final)
+
+    def _response(
+        self, status: str, output: list[dict[str, Any]], *, usage: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "completed_at": int(time.time()) if status == "completed" else None,
+            "error": None,
+            "incomplete_details": None,
+            "model": self.model,
+            "output": output,
+            "usage": usage,
+            **self._echo,
+        }
+
+
+def _string(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedChunk(f"`{key}` is neither a string nor null")
+    return value
+
+
+def _content_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content parts, as a few servers send them
+        return "".join(_part_texts(value))
+    raise MalformedChunk("`content` is neither a string nor null")
+
+
+def _part_texts(parts: list[Any]) -> Iterator[str]:
+    for part in parts:
+        if not isinstance(part, dict):
+            raise MalformedChunk("a content part is not an object")
+        text = part.get("text")
+        if isinstance(text, str):
+            yield text
+
+
+class GuardedResponseStream:
+    """Upstream bytes -> StreamGuard -> released chunks -> Responses events."""
+
+    def __init__(self, guard: StreamGuard, translator: ResponseTranslator, refusal: Refusal):
+        self.guard = guard
+        self.translator = translator
+        self._refusal = refusal
+        self._upstream = SSEDecoder()
+        self._released = SSEDecoder()
+
+    @property
+    def closed(self) -> bool:
+        return self.translator.ended
+
+    @property
+    def blocked(self) -> bool:
+        return self.guard.blocked
+
+    def feed(self, data: bytes) -> list[Event]:
+        """One network read of the upstream body."""
+        out: list[Event] = []
+        try:
+            upstream_events = self._upstream.feed(data)
+        except SSEError:
+            return self.fail("The upstream sent an oversized stream event")
+        guard = self.guard
+        for event in upstream_events:
+            out += self._take(guard.feed(event))
+            if self.closed:
+                return out
+        out += self._take(guard.flush())
+        return out
+
+    def end(self) -> list[Event]:
+        """The upstream body ended."""
+        if self.closed:
+            return []
+        return self._take(self.guard.end(truncated=bool(self._upstream.finish())))
+
+    def fail(self, message: str) -> list[Event]:
+        if self.closed:
+            return []
+        return self._take(self.guard.fail(message))
+
+    def _take(self, released: bytes) -> list[Event]:
+        """Translates what one guard call returned; its refusal or error tail is replaced."""
+        if self.closed:
+            return []
+        translator = self.translator
+        state = self.guard.state
+        if state is GuardState.BLOCKED:
+            if self._refusal.style == "error":
+                return translator.error("content_filter", self._refusal.message)
+            return translator.refuse(self._refusal.message)
+        if state is GuardState.FAILED:
+            return translator.fail(_error_message(released))
+        events: list[Event] = []
+        for event in self._released.feed(released):
+            data = event.data
+            if data is None or data.strip() == b"[DONE]":
+                continue
+            try:
+                chunk = json_codec.loads(data)
+            except json_codec.InvalidJSON:
+                return events + self._broken("The upstream sent an invalid stream event")
+            if not isinstance(chunk, dict):
+                return events + self._broken(
+                    "The upstream sent a stream event that is not an object"
+                )
+            error = chunk.get("error")
+            if error is not None:
+                message = error.get("message") if isinstance(error, dict) else None
+                return events + self._broken(f"The upstream reported an error: {message or error}")
+            try:
+                events += translator.chunk(chunk)
+            except MalformedChunk as exc:
+                return events + self._broken(f"The upstream sent an invalid stream event: {exc}")
+        if self.guard.state is GuardState.DONE:
+            events += translator.complete()
+        return events
+
+    def _broken(self, message: str) -> list[Event]:
+        # The guard passes events it has no reason to read (no output shields): the translator
+        # is then the first to find a broken one, and fails the stream closed itself.
+        self.guard.fail(message)
+        return self.translator.fail(message)
+
+
+def _error_message(tail: bytes) -> str:
+    """The message of the guard's in-band error tail."""
+    for event in SSEDecoder().feed(tail):
+        if event.data is None:
+            continue
+        try:
+            body = json_codec.loads(event.data)
+        except json_codec.InvalidJSON:
+            continue
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            message = body["error"].get("message")
+            if isinstance(message, str):
+                return message
+    return "The upstream stream failed"
