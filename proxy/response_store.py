@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
+from proxy import json_codec
 
 __all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "open_response_store"]
 
@@ -107,8 +107,8 @@ class SQLiteResponseStore(ResponseStore):
         return StoredResponse(
             id=response_id,
             owner=owner,
-            response=orjson.loads(response),
-            conversation=orjson.loads(conversation),
+            response=json_codec.loads(response),
+            conversation=json_codec.loads(conversation),
         )
 
     def _put(self, record: StoredResponse) -> None:
@@ -116,8 +116,8 @@ class SQLiteResponseStore(ResponseStore):
             record.id,
             record.owner,
             time.time(),
-            orjson.dumps(record.response),
-            orjson.dumps(record.conversation),
+            json_codec.dumps(record.response),
+            json_codec.dumps(record.conversation),
         )
         with self._lock:
             self._connection().execute(

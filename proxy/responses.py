@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
 
+from proxy import json_codec
 from proxy.chat_request import check_input, parse_chat_request
-from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response
+from proxy.errors import BadRequest, ProxyError, UpstreamError
 from proxy.refusal import StreamContext, content_filter_error
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
@@ -53,17 +53,41 @@ from proxy.upstream import response_headers
 from shields.base import Stage
 from shields.policy import CompiledPolicy
 
-__all__ = ["NotFound", "create_response", "delete_response", "retrieve_response"]
+__all__ = [
+    "NotFound",
+    "StoreUnavailable",
+    "create_response",
+    "delete_response",
+    "retrieve_response",
+]
 
 log = logging.getLogger("shieldgate.proxy")
 
-_READ_CHUNK = 64 * 1024
 _NOT_FORWARDED = frozenset({"content-type", "accept"})
 
 
 class NotFound(ProxyError):
     status = 404
     type = "invalid_request_error"
+
+
+class StoreUnavailable(ProxyError):
+    status = 503
+    type = "server_error"
+    code = "store_unavailable"
+
+
+def _json_response(
+    payload: Any, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    # Not proxy.errors.json_response: a response echoes hostile text (instructions, metadata,
+    # the upstream's output), which may hold lone surrogates that orjson refuses to encode.
+    return web.Response(
+        body=json_codec.dumps(payload),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
 
 
 def _owner(request: web.Request) -> str:
@@ -119,7 +143,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     policy = choose_policy(request, model=parsed.model)
     prior: list[dict[str, Any]] = []
     if parsed.previous_response_id is not None:
-        record = await request.app[RESPONSE_STORE].get(parsed.previous_response_id)
+        record = await _load(request, parsed.previous_response_id)
         if record is None or record.owner != _owner(request):
             raise BadRequest(
                 f"Previous response with id '{parsed.previous_response_id}' not found.",
@@ -129,7 +153,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         prior = record.conversation
     # The translated request takes the chat-completions parser and input stage as it is, so
     # input shields, redaction and blocks behave exactly as for /v1/chat/completions.
-    chat = parse_chat_request(orjson.dumps(parsed.chat_body(prior)))
+    chat = parse_chat_request(json_codec.dumps(parsed.chat_body(prior)))
     check = check_input(policy, chat)
     record_findings(request, Stage.INPUT, check.findings)
     turn = _Turn(request, parsed, chat.body["messages"])
@@ -144,7 +168,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     headers["Content-Type"] = "application/json"
     headers["Accept"] = "text/event-stream"
     async with upstream.request(
-        "POST", "chat/completions", headers=headers, body=orjson.dumps(chat.body)
+        "POST", "chat/completions", headers=headers, body=json_codec.dumps(chat.body)
     ) as reply:
         if reply.status >= 300:
             # Errors are relayed as they are: both APIs share OpenAI's error shape.
@@ -166,12 +190,12 @@ async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamRespon
     refusal = policy.spec.refusal
     headers = {BLOCKED_HEADER: "input"}
     if refusal.style == "error":
-        return json_response(content_filter_error(refusal.message), status=400, headers=headers)
+        return _json_response(content_filter_error(refusal.message), status=400, headers=headers)
     events = turn.translator.start() + turn.translator.refuse(refusal.message)
     # The blocked input is not stored: continuing the conversation must not replay it.
     await turn.save(include_input=False)
     if not turn.parsed.stream:
-        return json_response(turn.translator.final, headers=headers)
+        return _json_response(turn.translator.final, headers=headers)
     response = web.StreamResponse(headers=headers)
     response.content_type = "text/event-stream"
     await response.prepare(turn.request)
@@ -253,31 +277,44 @@ async def _collect(
         headers = {BLOCKED_HEADER: "output"}
         refusal = policy.spec.refusal
         if refusal.style == "error" or final is None:
-            return json_response(content_filter_error(refusal.message), status=400, headers=headers)
+            error = content_filter_error(refusal.message)
+            return _json_response(error, status=400, headers=headers)
         await turn.save()
-        return json_response(final, headers=headers)
+        return _json_response(final, headers=headers)
     if final is None or final["status"] == "failed":
         error = (final or {}).get("error") or {}
         raise UpstreamError(error.get("message") or "The upstream stream failed")
     await turn.save()
-    return json_response(final)
+    return _json_response(final)
 
 
 async def retrieve_response(request: web.Request) -> web.StreamResponse:
     if request.query.get("stream", "false").lower() not in ("false", "0"):
         raise BadRequest("Streaming a stored response again is not supported", param="stream")
-    return json_response((await _stored(request)).response)
+    return _json_response((await _stored(request)).response)
 
 
 async def delete_response(request: web.Request) -> web.StreamResponse:
     record = await _stored(request)
-    await request.app[RESPONSE_STORE].delete(record.id)
-    return json_response({"id": record.id, "object": "response", "deleted": True})
+    try:
+        await request.app[RESPONSE_STORE].delete(record.id)
+    except Exception:
+        log.exception("the response store failed")
+        raise StoreUnavailable("The response store is unavailable") from None
+    return _json_response({"id": record.id, "object": "response", "deleted": True})
+
+
+async def _load(request: web.Request, response_id: str) -> StoredResponse | None:
+    try:
+        return await request.app[RESPONSE_STORE].get(response_id)
+    except Exception:
+        log.exception("the response store failed")
+        raise StoreUnavailable("The response store is unavailable") from None
 
 
 async def _stored(request: web.Request) -> StoredResponse:
     response_id = request.match_info["response_id"]
-    record = await request.app[RESPONSE_STORE].get(response_id)
+    record = await _load(request, response_id)
     if record is None or record.owner != _owner(request):
         # Someone else's response is as absent as a missing one: ids are not to be probed.
         raise NotFound(f"Response with id '{response_id}' not found.")

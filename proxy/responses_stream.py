@@ -26,8 +26,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from proxy import json_codec
 from proxy.openai_texts import serialize_arguments
 from proxy.responses_request import new_id
@@ -45,7 +43,7 @@ _REASONING_KEYS = ("reasoning_content", "reasoning")
 def encode_events(events: list[Event]) -> bytes:
     """``event: <type>`` + ``data: <json>`` per event, as OpenAI sends them."""
     return b"".join(
-        b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+        b"event: " + event["type"].encode() + b"\ndata: " + json_codec.dumps(event) + b"\n\n"
         for event in events
     )
 

@@ -43,6 +43,14 @@ class Settings(BaseModel):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("responses_db")
+    @classmethod
+    def _sqlite_path(cls, value: str) -> str:
+        if "://" in value:
+            # A database URL would be opened as a file name; only SQLite is built in.
+            raise ValueError(f"responses_db must be a SQLite file or ':memory:', got {value!r}")
+        return value
+
     @field_validator("upstream")
     @classmethod
     def _http_url(cls, value: str) -> str:

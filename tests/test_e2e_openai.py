@@ -1109,7 +1109,8 @@ async def test_client_disconnect_while_everything_is_held_back(
         ("GET", "/anything"),
         ("POST", "/v1/completions"),
         ("POST", "/v1/chat/completions/extra"),
-        ("POST", "/v1/responses"),
+        ("POST", "/v1/responses/resp_1/cancel"),  # /v1/responses itself is served (issue 7)
+        ("GET", "/v1/responses/resp_1/input_items"),
         ("DELETE", "/v1/models/fake-model"),
     ],
 )
