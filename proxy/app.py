@@ -11,24 +11,35 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
+from proxy.audit import AuditTrail
 from proxy.chat import chat_completions
-from proxy.errors import error_middleware, json_response
+from proxy.errors import Handler, error_middleware, json_response
+from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from proxy.metrics import Metrics
 from proxy.models import list_models
 from proxy.policy_source import PolicySource
+from proxy.request_context import REQUEST_ID_HEADER, request_id_middleware, request_id_of
 from proxy.response_store import open_response_store
 from proxy.responses import create_response, delete_response, retrieve_response
 from proxy.settings import Settings
 from proxy.state import (
+    AUDIT,
+    METRICS,
+    MODEL,
     POLICY,
     POLICY_HASH_HEADER,
     POLICY_HEADER,
     RESPONSE_STORE,
     SETTINGS,
+    STREAM_SLOTS,
     UPSTREAM,
+    StreamSlots,
     policy_for,
+    tenant_of,
 )
 from proxy.upstream import Upstream
 from shields.policy import CompiledPolicy
@@ -41,8 +52,13 @@ async def healthz(request: web.Request) -> web.Response:
     return json_response({"status": "ok"})
 
 
+async def metrics(request: web.Request) -> web.Response:
+    body = request.app[METRICS].render()
+    return web.Response(body=body, headers={"content-type": METRICS_CONTENT_TYPE})
+
+
 async def _upstream_session(app: web.Application) -> AsyncIterator[None]:
-    upstream = Upstream(app[SETTINGS])
+    upstream = Upstream(app[SETTINGS], app[METRICS])
     await upstream.start()
     app[UPSTREAM] = upstream
     yield
@@ -89,25 +105,67 @@ async def _watch_policy(app: web.Application) -> AsyncIterator[None]:
             await task
 
 
+async def _audit_trail(app: web.Application) -> AsyncIterator[None]:
+    yield
+    app[AUDIT].close()  # drains what is queued for the file
+
+
+def _count_requests(metrics_: Metrics) -> Any:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        route = request.match_info.route.resource
+        metrics_.requests.labels(
+            route.canonical if route is not None else "unmatched",
+            str(response.status),
+            policy_for(request).name,
+            tenant_of(request),
+            metrics_.model_label(request.get(MODEL)),
+        ).inc()
+        return response
+
+    return middleware
+
+
 async def _policy_header(request: web.Request, response: web.StreamResponse) -> None:
     policy = policy_for(request)
     response.headers[POLICY_HEADER] = policy.name
     response.headers[POLICY_HASH_HEADER] = policy.digest
+    response.headers[REQUEST_ID_HEADER] = request_id_of(request)
 
 
 def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Application:
     """The service. ``policy`` is in force at start; when ``settings.policy`` names its file
     or directory, edits there (or SIGHUP, see the CLI) load new policies."""
+    metrics_ = Metrics(models=settings.metrics_models)
     app = web.Application(
-        middlewares=[error_middleware(settings.max_body_bytes)],
+        middlewares=[
+            request_id_middleware,
+            _count_requests(metrics_),
+            error_middleware(settings.max_body_bytes),
+        ],
         client_max_size=settings.max_body_bytes,
     )
     app[SETTINGS] = settings
+    app[METRICS] = metrics_
+    app[STREAM_SLOTS] = StreamSlots(settings.max_concurrent_streams)
+    app[AUDIT] = AuditTrail(
+        settings.audit_log,
+        key=settings.audit_hash_key.encode() if settings.audit_hash_key else None,
+        include_text=settings.audit_include_text,
+    )
+
+    def reloaded(ok: bool) -> None:
+        metrics_.policy_reloads.labels("ok" if ok else "rejected").inc()
+        metrics_.policy_stale.set(0 if ok else 1)
+
     policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
-    app[POLICY] = PolicySource(policies, Path(settings.policy) if settings.policy else None)
+    path = Path(settings.policy) if settings.policy else None
+    app[POLICY] = PolicySource(policies, path, on_reload=reloaded)
     app.cleanup_ctx.append(_upstream_session)
     app.cleanup_ctx.append(_watch_policy)
     app.cleanup_ctx.append(_response_store)
+    app.cleanup_ctx.append(_audit_trail)
     app.on_response_prepare.append(_policy_header)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)
@@ -116,4 +174,5 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     app.router.add_delete("/v1/responses/{response_id}", delete_response)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
     return app

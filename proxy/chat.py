@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
 from proxy.chat_request import ChatRequest, check_input, parse_chat_request
-from proxy.errors import UpstreamError, json_response
+from proxy.errors import Overloaded, UpstreamError, json_response
+from proxy.metrics import Metrics
 from proxy.openai_texts import MalformedReply
 from proxy.refusal import (
     StreamContext,
@@ -19,7 +21,16 @@ from proxy.refusal import (
 )
 from proxy.reply_check import check_reply
 from proxy.sse import SSEDecoder, SSEError
-from proxy.state import BLOCKED_HEADER, UPSTREAM, choose_policy, read_body, record_findings
+from proxy.state import (
+    BLOCKED_HEADER,
+    METRICS,
+    STREAM_SLOTS,
+    UPSTREAM,
+    choose_policy,
+    fingerprint_for,
+    read_body,
+    record_findings,
+)
 from proxy.stream_guard import StreamGuard
 from proxy.upstream import response_headers
 from shields.base import Stage
@@ -36,22 +47,54 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     raw = await read_body(request)
     chat = parse_chat_request(raw)
     policy = choose_policy(request, model=chat.model)
-    check = check_input(policy, chat)
+    metrics = request.app[METRICS]
+    started = time.perf_counter()
+    check = check_input(policy, chat, fingerprint=fingerprint_for(request))
+    metrics.stage_seconds.labels("input").observe(time.perf_counter() - started)
     record_findings(request, Stage.INPUT, check.findings)
     if check.blocked:
         return await _refuse_input(request, policy, chat)
-    body = json_codec.dumps(chat.body) if check.redacted else raw
+    if chat.stream:
+        return await _with_stream_slot(request, policy, chat, raw, check.redacted)
+    return await _forward(request, policy, chat, raw, check.redacted)
+
+
+async def _with_stream_slot(
+    request: web.Request, policy: CompiledPolicy, chat: ChatRequest, raw: bytes, redacted: bool
+) -> web.StreamResponse:
+    """Streams are long-lived: past ``max_concurrent_streams`` a new one is turned away at
+    once (503 + Retry-After) instead of piling up behind the others."""
+    slots = request.app[STREAM_SLOTS]
+    if not slots.acquire():
+        request.app[METRICS].rejected.labels("concurrency").inc()
+        raise Overloaded("Too many streams in flight; retry shortly", retry_after=1)
+    try:
+        return await _forward(request, policy, chat, raw, redacted)
+    finally:
+        slots.release()
+
+
+async def _forward(
+    request: web.Request, policy: CompiledPolicy, chat: ChatRequest, raw: bytes, redacted: bool
+) -> web.StreamResponse:
+    body = json_codec.dumps(chat.body) if redacted else raw
     upstream = request.app[UPSTREAM]
     headers = upstream.headers(request.headers)
-    if check.redacted:
+    if redacted:
         headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
         headers["Content-Type"] = "application/json"
+    metrics = request.app[METRICS]
+    started = time.perf_counter()
     async with upstream.request(
         "POST", "chat/completions", headers=headers, body=body, query=request.query_string
     ) as reply:
-        if reply.content_type == "text/event-stream" and reply.status < 400:
-            return await _relay_stream(request, policy, chat, reply)
-        return await _relay_json(request, policy, chat, reply)
+        metrics.upstream_ttfb.labels("chat").observe(time.perf_counter() - started)
+        try:
+            if reply.content_type == "text/event-stream" and reply.status < 400:
+                return await _relay_stream(request, policy, chat, reply)
+            return await _relay_json(request, policy, chat, reply)
+        finally:
+            metrics.upstream_seconds.labels("chat").observe(time.perf_counter() - started)
 
 
 async def _refuse_input(
@@ -103,7 +146,9 @@ async def _relay_json(
         completion = json_codec.loads(body)
         if not isinstance(completion, dict):
             raise MalformedReply("the reply is not a JSON object")
-        check = check_reply(policy, completion)
+        started = time.perf_counter()
+        check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
+        request.app[METRICS].stage_seconds.labels("output").observe(time.perf_counter() - started)
     except (json_codec.InvalidJSON, MalformedReply) as exc:
         # Fail closed: a reply the proxy cannot read is a reply it cannot check.
         raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
@@ -135,27 +180,50 @@ async def _relay_stream(
         policy,
         context,
         on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
+        fingerprint=fingerprint_for(request),
     )
+    metrics = request.app[METRICS]
     response = web.StreamResponse(status=reply.status, headers=response_headers(reply.headers))
     await response.prepare(request)
+    metrics.streams_in_flight.inc()
+    try:
+        return await _pump(response, reply, guard, metrics)
+    finally:
+        metrics.streams_in_flight.dec()
+
+
+async def _pump(
+    response: web.StreamResponse,
+    reply: aiohttp.ClientResponse,
+    guard: StreamGuard,
+    metrics: Metrics,
+) -> web.StreamResponse:
+    """Upstream bytes -> events -> guard -> client, one network read at a time."""
     decoder = SSEDecoder()
+    held = 0  # this stream's share of the held-bytes gauge
     try:
         async for data in reply.content.iter_any():
             out = [guard.feed(event) for event in decoder.feed(data)]
             out.append(guard.flush())
+            metrics.held_bytes.inc(guard.held_bytes - held)
+            held = guard.held_bytes
             await _write(response, b"".join(out))
             if guard.closed:
                 break
         else:
             await _write(response, guard.end(truncated=bool(decoder.finish())))
     except SSEError:
+        metrics.upstream_errors.labels("bad_reply").inc()
         await _write(response, guard.fail("The upstream sent an oversized stream event"))
     except (TimeoutError, aiohttp.ClientError) as exc:
+        metrics.upstream_errors.labels("broken_stream").inc()
         await _write(response, guard.fail(f"The upstream stream broke off: {type(exc).__name__}"))
     except ConnectionResetError:
         # The client left; leaving the ``async with`` closes the upstream response.
         log.info("client disconnected mid-stream")
         return response
+    finally:
+        metrics.held_bytes.dec(held)
     await response.write_eof()
     return response
 

@@ -8,6 +8,7 @@ than forwarded unchecked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,7 +166,12 @@ class InputCheck:
     redacted: bool
 
 
-def check_input(policy: CompiledPolicy, request: ChatRequest) -> InputCheck:
+def check_input(
+    policy: CompiledPolicy,
+    request: ChatRequest,
+    *,
+    fingerprint: Callable[[str], str] | None = None,
+) -> InputCheck:
     """Runs the input shields over every text of the request; applies redactions in place."""
     shields = policy.shields(Stage.INPUT)
     fail_closed = policy.spec.on_error == "block"
@@ -174,7 +180,9 @@ def check_input(policy: CompiledPolicy, request: ChatRequest) -> InputCheck:
     for message in request.texts:
         if not message.fields:
             continue
-        scan = TextScan(shields, fail_closed=fail_closed, role=message.role)
+        scan = TextScan(
+            shields, fail_closed=fail_closed, role=message.role, fingerprint=fingerprint
+        )
         if not scan.active:
             continue
         offsets = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from proxy.logs import configure_logging
 from proxy.settings import Settings
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
@@ -122,9 +122,7 @@ def _serve_command(args: argparse.Namespace) -> int:
         )
     except PolicyError as exc:
         return _fail(f"invalid policy:\n{exc}")
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(args.log_level, json_format=settings.log_format == "json")
     try:
         asyncio.run(_serve(settings, policies))
     except OSError as exc:

@@ -15,6 +15,7 @@ from aiohttp import web
 
 __all__ = [
     "BadRequest",
+    "Overloaded",
     "PayloadTooLarge",
     "ProxyError",
     "UpstreamError",
@@ -75,6 +76,23 @@ class UpstreamError(ProxyError):
     status = 502
     type = "upstream_error"
     code = "upstream_error"
+
+
+class Overloaded(ProxyError):
+    """Turned away before any work, with a hint when to come back."""
+
+    status = 503
+    type = "server_error"
+    code = "overloaded"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def response(self) -> web.Response:
+        response = super().response()
+        response.headers["Retry-After"] = str(self.retry_after)
+        return response
 
 
 class UpstreamTimeout(UpstreamError):

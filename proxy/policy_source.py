@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,8 +51,15 @@ def _fingerprint(path: Path) -> tuple[_FileState, ...] | None:
 
 
 class PolicySource:
-    def __init__(self, policies: PolicySet, path: Path | None = None) -> None:
+    def __init__(
+        self,
+        policies: PolicySet,
+        path: Path | None = None,
+        *,
+        on_reload: Callable[[bool], None] | None = None,
+    ) -> None:
         self.policies = policies
+        self._on_reload = on_reload  # told True/False after every reload attempt
         self.path = path
         self.stale = False
         self.error: str | None = None
@@ -76,6 +84,8 @@ class PolicySource:
                 log.error(
                     "policy reload rejected, keeping %s: %s", self._describe(self.policies), exc
                 )
+                if self._on_reload is not None:
+                    self._on_reload(False)
                 return False
             previous = self.policies
             self.policies = policies
@@ -86,6 +96,8 @@ class PolicySource:
             log.info(
                 "policy reloaded: %s -> %s", self._describe(previous), self._describe(policies)
             )
+            if self._on_reload is not None:
+                self._on_reload(True)
             return True
 
     @staticmethod

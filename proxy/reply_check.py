@@ -6,6 +6,7 @@ before any byte of the reply is sent; redactions are written back into the JSON.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,12 @@ class ReplyCheck:
     redacted: bool
 
 
-def check_reply(policy: CompiledPolicy, completion: dict[str, Any]) -> ReplyCheck:
+def check_reply(
+    policy: CompiledPolicy,
+    completion: dict[str, Any],
+    *,
+    fingerprint: Callable[[str], str] | None = None,
+) -> ReplyCheck:
     """Raises MalformedReply when the completion cannot be read."""
     shields = policy.shields(Stage.OUTPUT)
     findings: list[Finding] = []
@@ -41,7 +47,9 @@ def check_reply(policy: CompiledPolicy, completion: dict[str, Any]) -> ReplyChec
         if not isinstance(choice, dict):
             raise MalformedReply("a choice is not an object")
         for text_field in reply_fields(choice.get("message"), position, stream=False):
-            field_findings = check_text(shields, text_field.text, fail_closed=fail_closed)
+            field_findings = check_text(
+                shields, text_field.text, fail_closed=fail_closed, fingerprint=fingerprint
+            )
             findings += field_findings
             if not policy.enforcing:
                 continue

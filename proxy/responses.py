@@ -45,6 +45,7 @@ from proxy.state import (
     RESPONSE_STORE,
     UPSTREAM,
     choose_policy,
+    fingerprint_for,
     read_body,
     record_findings,
 )
@@ -154,7 +155,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     # The translated request takes the chat-completions parser and input stage as it is, so
     # input shields, redaction and blocks behave exactly as for /v1/chat/completions.
     chat = parse_chat_request(json_codec.dumps(parsed.chat_body(prior)))
-    check = check_input(policy, chat)
+    check = check_input(policy, chat, fingerprint=fingerprint_for(request))
     record_findings(request, Stage.INPUT, check.findings)
     turn = _Turn(request, parsed, chat.body["messages"])
     if check.blocked:
@@ -179,6 +180,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             policy,
             StreamContext(model=parsed.model, n=1, include_usage=True),
             on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
+            fingerprint=fingerprint_for(request),
         )
         stream = GuardedResponseStream(guard, turn.translator, policy.spec.refusal)
         if parsed.stream:

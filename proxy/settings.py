@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,6 +35,24 @@ class Settings(BaseModel):
     # Where /v1/responses keeps stored responses: a SQLite file (created on first use) or
     # ":memory:" (lost at exit, not shared between processes).
     responses_db: str = Field(default="shieldgate-responses.sqlite3", min_length=1)
+    # Streams relayed at once; beyond it new requests get 503 + Retry-After (0: no limit).
+    max_concurrent_streams: int = Field(default=0, ge=0)
+    log_format: Literal["json", "text"] = "json"
+    # JSON Lines audit trail of every block/redaction (and monitor finding); None: off.
+    audit_log: str | None = None
+    # Key of the audit trail's hash of matched text (default: random per process).
+    audit_hash_key: str | None = Field(default=None, repr=False)
+    # Debug only: write the matched text itself into the audit trail instead of its hash.
+    audit_include_text: bool = False
+    # Model names allowed as a metrics label (others count as "other"), comma-separated.
+    metrics_models: tuple[str, ...] = ()
+
+    @field_validator("metrics_models", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        return value
 
     @field_validator("policy", "host")
     @classmethod

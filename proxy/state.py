@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from aiohttp import web
 
+from proxy.audit import AuditContext, AuditTrail
 from proxy.errors import BadRequest
+from proxy.metrics import Metrics
 from proxy.policy_source import PolicySource
+from proxy.request_context import request_id_of
 from proxy.response_store import ResponseStore
 from proxy.settings import Settings
 from proxy.upstream import Upstream
@@ -16,28 +19,59 @@ from shields.base import Finding, Stage
 from shields.policy import CompiledPolicy
 
 __all__ = [
+    "AUDIT",
     "BLOCKED_HEADER",
+    "METRICS",
+    "MODEL",
     "POLICY",
     "POLICY_HASH_HEADER",
     "POLICY_HEADER",
     "RESPONSE_STORE",
     "SETTINGS",
+    "STREAM_SLOTS",
     "UPSTREAM",
+    "StreamSlots",
     "choose_policy",
+    "fingerprint_for",
     "policy_for",
     "read_body",
     "record_findings",
+    "tenant_of",
 ]
 
 POLICY_HEADER = "x-shieldgate-policy"
 POLICY_HASH_HEADER = "x-shieldgate-policy-hash"
 BLOCKED_HEADER = "x-shieldgate-blocked"
 
-audit_log = logging.getLogger("shieldgate.findings")
+findings_log = logging.getLogger("shieldgate.findings")
 
 
 SETTINGS = web.AppKey("settings", Settings)
 POLICY = web.AppKey("policy", PolicySource)
+METRICS = web.AppKey("metrics", Metrics)
+
+
+class StreamSlots:
+    """A counter, not a semaphore: a request over the limit must be refused, never queued."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit  # 0: unlimited
+        self.in_use = 0
+
+    def acquire(self) -> bool:
+        if self.limit and self.in_use >= self.limit:
+            return False
+        self.in_use += 1
+        return True
+
+    def release(self) -> None:
+        self.in_use -= 1
+
+
+STREAM_SLOTS = web.AppKey("stream_slots", StreamSlots)
+# The model a request asked for, once its body is parsed (for the bounded metrics label).
+MODEL = web.RequestKey("model", str)
+AUDIT = web.AppKey("audit", AuditTrail)
 UPSTREAM = web.AppKey("upstream", Upstream)
 RESPONSE_STORE = web.AppKey("response_store", ResponseStore)
 _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
@@ -56,6 +90,8 @@ def policy_for(request: web.Request) -> CompiledPolicy:
 def choose_policy(request: web.Request, *, model: str | None) -> CompiledPolicy:
     """Routes the request to a policy by the requested model (and, only where the operator
     allows it, the client's ``x-shieldgate-policy`` header)."""
+    if model is not None:
+        request[MODEL] = model
     requested = request.headers.get(POLICY_HEADER)
     try:
         policy = request.app[POLICY].policies.choose(model=model, requested=requested)
@@ -71,19 +107,55 @@ async def read_body(request: web.Request) -> bytes:
     return await request.read()
 
 
+def tenant_of(request: web.Request) -> str:
+    return "-"  # until client keys map requests to tenants
+
+
+def fingerprint_for(request: web.Request) -> Callable[[str], str] | None:
+    """The audit trail's keyed hash of matched text, when there is an audit trail."""
+    audit = request.app[AUDIT]
+    return audit.fingerprint if audit.enabled else None
+
+
 def record_findings(request: web.Request, stage: Stage, findings: Iterable[Finding]) -> None:
-    """Logs each finding — which shield, which rule, where — and never the text itself."""
+    """Logs, counts and audits each finding — which shield, which rule, where — and never
+    the text itself."""
     policy = policy_for(request)
+    metrics = request.app[METRICS]
+    audit = request.app[AUDIT]
+    context: AuditContext | None = None
     for finding in findings:
-        audit_log.info(
-            "finding stage=%s policy=%s shield=%s type=%s label=%s action=%s span=%d:%d%s",
+        monitor = finding.monitor or not policy.enforcing
+        mode = "monitor" if monitor else "enforce"
+        findings_log.info(
+            "finding %s %s/%s %s %s",
+            stage.value,
+            finding.shield_id,
+            finding.label,
+            finding.action.value,
+            mode,
+            extra={
+                "stage": stage.value,
+                "policy": policy.name,
+                "shield": finding.shield_id,
+                "shield_type": finding.shield_type,
+                "label": finding.label,
+                "action": finding.action.value,
+                "mode": mode,
+                "span": [finding.start, finding.end],
+            },
+        )
+        metrics.findings.labels(
             stage.value,
             policy.name,
             finding.shield_id,
             finding.shield_type,
-            finding.label,
             finding.action.value,
-            finding.start,
-            finding.end,
-            " monitor" if finding.monitor or not policy.enforcing else "",
-        )
+            mode,
+        ).inc()
+        if audit.enabled:
+            if context is None:
+                context = AuditContext(
+                    request_id_of(request), tenant_of(request), policy.name, policy.digest
+                )
+            audit.record(context, stage, finding, monitor)

@@ -83,6 +83,7 @@ class StreamGuard:
         *,
         on_finding: FindingSink | None = None,
         max_held_bytes: int = 16 * 1024 * 1024,
+        fingerprint: Callable[[str], str] | None = None,
     ) -> None:
         self._policy = policy
         self._context = context
@@ -96,6 +97,7 @@ class StreamGuard:
         self._held_bytes = 0
         self._max_held_bytes = max_held_bytes
         self._on_finding = on_finding
+        self._fingerprint = fingerprint
         self._finished_choices: set[int] = set()
         self._observed = False
         self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
@@ -241,6 +243,7 @@ class StreamGuard:
             self._shields,
             holdback=self._holdback,
             fail_closed=self._policy.spec.on_error == "block",
+            fingerprint=self._fingerprint,
         )
         channel = self._channels[key] = _Channel(scan)
         return channel

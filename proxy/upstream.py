@@ -26,6 +26,7 @@ from tenacity import (
 )
 
 from proxy.errors import UpstreamError, UpstreamTimeout
+from proxy.metrics import Metrics
 from proxy.settings import Settings
 
 __all__ = ["Upstream", "response_headers"]
@@ -96,8 +97,9 @@ def _retry_after(value: str | None) -> float | None:
 class Upstream:
     """Owns the ClientSession; created and closed by the app's cleanup context."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, metrics: Metrics | None = None) -> None:
         self.settings = settings
+        self._metrics = metrics
         self.base_url = settings.upstream
         self._session: aiohttp.ClientSession | None = None
         self._backoff = wait_random_exponential(multiplier=settings.retry_backoff, max=5.0)
@@ -137,6 +139,14 @@ class Upstream:
             return min(exc.retry_after, self.settings.retry_after_cap)
         return float(self._backoff(state))
 
+    def _count_retry(self, state: RetryCallState) -> None:
+        if self._metrics is not None:
+            self._metrics.upstream_retries.inc()
+
+    def _count_error(self, kind: str) -> None:
+        if self._metrics is not None:
+            self._metrics.upstream_errors.labels(kind).inc()
+
     @asynccontextmanager
     async def request(
         self,
@@ -162,6 +172,7 @@ class Upstream:
                     (_RetryableStatus, aiohttp.ClientConnectionError, asyncio.TimeoutError)
                 ),
                 reraise=True,
+                before_sleep=self._count_retry,
             ):
                 with attempt:
                     response = await self._session.request(
@@ -174,10 +185,12 @@ class Upstream:
                         response = None
                         raise _RetryableStatus(status=0, retry_after=retry_after)
         except TimeoutError:
+            self._count_error("timeout")
             raise UpstreamTimeout(
                 f"The upstream did not answer in time ({attempts} attempts)"
             ) from None
         except aiohttp.ClientError as exc:
+            self._count_error("unreachable")
             raise UpstreamError(
                 f"The upstream is unreachable after {attempts} attempts: {type(exc).__name__}"
             ) from None

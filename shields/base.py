@@ -72,6 +72,9 @@ class Finding:
     end: int
     placeholder: str = "[REDACTED]"
     monitor: bool = False  # found by a shield in monitor mode: logged, never enforced
+    # A keyed hash of the matched text, for audit trails that must not hold the text itself
+    # (set by TextScan when it is given a ``fingerprint`` function).
+    digest: str | None = None
 
 
 def verdict_of(findings: Sequence[Finding]) -> Verdict:

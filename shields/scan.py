@@ -9,8 +9,8 @@ shields, turns shield failures into findings (fail closed), and says how far the
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
 from shields.normalize import StreamNormalizer
@@ -36,10 +36,13 @@ class TextScan:
 
     __slots__ = (
         "_fail_closed",
+        "_fingerprint",
         "_keep",
         "_norm_holdback",
         "_normalizer",
         "_raw_holdback",
+        "_raw_tail",
+        "_raw_tail_start",
         "_scanners",
         "finished",
         "safe_end",
@@ -52,6 +55,7 @@ class TextScan:
         holdback: int = 0,
         fail_closed: bool = True,
         role: Role | None = None,
+        fingerprint: Callable[[str], str] | None = None,
     ) -> None:
         self._scanners: list[tuple[Shield, Scanner]] = [
             (shield, shield.scanner()) for shield in shields if shield.applies_to(role)
@@ -61,6 +65,11 @@ class TextScan:
         self._keep = max([holdback, *(s.max_match for s, _ in self._scanners)]) + 2
         self._fail_closed = fail_closed
         self._normalizer = StreamNormalizer()
+        # With a fingerprint function, the last characters are kept so that a finding's
+        # matched text can be hashed (never stored) once its end is known.
+        self._fingerprint = fingerprint
+        self._raw_tail = ""
+        self._raw_tail_start = 0
         self.finished = False
         # Original offset before which no later finding can start or reach. Kept up to date
         # after every scan: the stream guard reads it once per event.
@@ -101,6 +110,24 @@ class TextScan:
             findings.extend(self._call(shield, scanner.feed, chunk))
         self.safe_end = self._safe_end()
         normalizer.forget_before(normalizer.norm_len - self._keep)
+        if self._fingerprint is not None:
+            findings = self._digested(findings, raw)
+        return findings
+
+    def _digested(self, findings: list[Finding], raw: str) -> list[Finding]:
+        assert self._fingerprint is not None
+        text = self._raw_tail + raw
+        base = self._raw_tail_start
+        if findings:
+            findings = [
+                replace(f, digest=self._fingerprint(text[max(f.start - base, 0) : f.end - base]))
+                for f in findings
+            ]
+        keep = self._keep * 2  # a match (and its look-ahead) fits in max_match characters
+        if len(text) > keep:
+            self._raw_tail_start = base + len(text) - keep
+            text = text[-keep:]
+        self._raw_tail = text
         return findings
 
     def finish(self) -> list[Finding]:
@@ -112,6 +139,8 @@ class TextScan:
         for shield, scanner in self._scanners:
             findings.extend(self._call(shield, scanner.finish, self._normalizer))
         self.safe_end = self._safe_end()
+        if self._fingerprint is not None:
+            findings = self._digested(findings, "")
         return findings
 
     def _call(self, shield: Shield, method, argument) -> list[Finding]:  # type: ignore[no-untyped-def]
@@ -160,9 +189,10 @@ def check_text(
     *,
     role: Role | None = None,
     fail_closed: bool = True,
+    fingerprint: Callable[[str], str] | None = None,
 ) -> list[Finding]:
     """All findings of ``shields`` on one whole text."""
-    scan = TextScan(shields, fail_closed=fail_closed, role=role)
+    scan = TextScan(shields, fail_closed=fail_closed, role=role, fingerprint=fingerprint)
     if not scan.active:
         return []
     findings = scan.feed(text)

@@ -1,0 +1,148 @@
+"""Request ids, metrics, the audit trail, JSON logs and the stream concurrency limit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+import aiohttp
+
+from proxy.logs import JsonFormatter
+from proxy.request_context import current_request_id
+from tests.conftest import ProxyFactory
+from tests.fake_upstream import FakeUpstream, Reply, chat_completion, json_bytes, text_stream
+
+CARD_POLICY = """
+name: cards
+input:
+  - {id: cards, type: regex, patterns: ['\\b4111[ -]?1111[ -]?1111[ -]?1111\\b'], action: redact}
+  - {id: bombs, type: denylist, phrases: [build a bomb]}
+output:
+  - {id: watch-word, type: denylist, phrases: [banana], mode: monitor}
+"""
+CARD = "4111 1111 1111 1111"
+
+
+def chat_body(text: str, *, stream: bool = False) -> dict[str, object]:
+    return {"model": "m", "stream": stream, "messages": [{"role": "user", "content": text}]}
+
+
+async def test_request_ids_are_accepted_or_made_and_returned(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    url = f"{proxy.url}/v1/chat/completions"
+    async with http.post(url, json=chat_body("hi"), headers={"x-request-id": "abc-123"}) as r:
+        assert r.headers["x-request-id"] == "abc-123"
+    async with http.post(url, json=chat_body("hi"), headers={"x-request-id": "bad id"}) as r:
+        made = r.headers["x-request-id"]
+        assert made != "bad id" and len(made) == 32
+    async with http.get(f"{proxy.url}/nowhere") as r:  # errors carry one too
+        assert r.status == 404 and len(r.headers["x-request-id"]) == 32
+    assert upstream.requests[0].headers["x-request-id"] == "abc-123"
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+async def test_metrics_count_known_traffic(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy(CARD_POLICY, metrics_models=("m",))
+    url = f"{proxy.url}/v1/chat/completions"
+    upstream.enqueue(
+        Reply(body=json_bytes(chat_completion("a banana"))),
+        Reply(body=text_stream("more banana"), headers={"content-type": "text/event-stream"}),
+    )
+    for body in (chat_body(f"card {CARD}"), chat_body("x", stream=True), chat_body("build a bomb")):
+        async with http.post(url, json=body) as resp:
+            await resp.read()
+    async with http.post(url, json={**chat_body("x"), "model": "secret-client-model"}) as resp:
+        await resp.read()
+    async with http.get(f"{proxy.url}/metrics") as resp:
+        assert resp.status == 200 and resp.content_type == "text/plain"
+        text = await resp.text()
+    route = "/v1/chat/completions"
+    assert metric(text, "shieldgate_requests_total", route=route, status="200", model="m") == 3
+    assert metric(text, "shieldgate_requests_total", route=route, model="other") == 1
+    assert "secret-client-model" not in text  # clients cannot mint label values
+    assert metric(text, "shieldgate_findings_total", shield="cards", action="redact") == 1
+    assert metric(text, "shieldgate_findings_total", shield="bombs", action="block") == 1
+    assert metric(text, "shieldgate_findings_total", shield="watch-word", mode="monitor") == 2
+    assert metric(text, "shieldgate_streams_in_flight") == 0
+    assert metric(text, "shieldgate_held_bytes") == 0
+    assert metric(text, "shieldgate_stage_seconds_count", stage="input") == 4
+
+
+async def test_audit_trail_has_decisions_but_no_raw_pii(
+    tmp_path: Path, upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    proxy = await make_proxy(CARD_POLICY, audit_log=str(audit), audit_hash_key="k1")
+    url = f"{proxy.url}/v1/chat/completions"
+    for text in (f"card {CARD}", f"again {CARD}"):
+        async with http.post(url, json=chat_body(text), headers={"x-request-id": "r1"}) as r:
+            await r.read()
+    await proxy.close()  # flushes the queued records
+    raw = audit.read_text()
+    assert CARD not in raw and CARD.replace(" ", "") not in raw and "4111" not in raw
+    records = [json.loads(line) for line in raw.splitlines()]
+    assert len(records) == 2
+    first = records[0]
+    assert {k: first[k] for k in ("request_id", "policy", "stage", "shield", "type", "action")} == {
+        "request_id": "r1",
+        "policy": "cards",
+        "stage": "input",
+        "shield": "cards",
+        "type": "regex",
+        "action": "redact",
+    }
+    assert (first["start"], first["end"], first["mode"]) == (5, 24, "enforce")
+    # The same value hashes the same, so a leak can be traced without keeping the value.
+    assert records[0]["match_hash"] == records[1]["match_hash"]
+    assert len(first["match_hash"]) == 32
+
+
+async def test_concurrency_limit_refuses_instead_of_queueing(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    upstream.default_reply = Reply(
+        body=text_stream("slow stream " * 4),
+        headers={"content-type": "text/event-stream"},
+        delay_before_headers=0.5,
+    )
+    proxy = await make_proxy(max_concurrent_streams=2)
+    url = f"{proxy.url}/v1/chat/completions"
+
+    async def one() -> tuple[int, str | None]:
+        async with http.post(url, json=chat_body("x", stream=True)) as resp:
+            await resp.read()
+            return resp.status, resp.headers.get("Retry-After")
+
+    first = [asyncio.create_task(one()) for _ in range(2)]
+    await asyncio.sleep(0.2)
+    assert await one() == (503, "1")
+    assert [r[0] for r in await asyncio.gather(*first)] == [200, 200]
+    assert (await one())[0] == 200  # slots come back
+
+
+def test_json_logs_carry_the_request_id_and_extra_fields() -> None:
+    record = logging.makeLogRecord(
+        {"name": "shieldgate.findings", "msg": "finding %s", "args": ("x",), "levelno": 20,
+         "levelname": "INFO", "shield": "cards"}
+    )  # fmt: skip
+    token = current_request_id.set("req-9")
+    try:
+        entry = json.loads(JsonFormatter().format(record))
+    finally:
+        current_request_id.reset(token)
+    assert entry["request_id"] == "req-9" and entry["shield"] == "cards"
+    assert entry["message"] == "finding x" and entry["level"] == "info"
