@@ -2,9 +2,11 @@
 
 Shields match against a *normalized* view of the text — Unicode NFKC, case folding, format
 characters (zero-width joiners, bidi controls, soft hyphens...) removed, every run of whitespace
-collapsed to one space — so that "B\u200bOMB" and "ｂｏｍｂ" are caught like "bomb". Spans,
-redactions and the stream hold-back must still be exact in the text the client sees, so the
-normalizer also records where each normalized character came from.
+collapsed to one space, and non-ASCII lookalikes folded to their ASCII skeleton (Unicode TS #39
+confusables: Cyrillic "о" → "o", "’" → "'") — so that "B\u200bOMB", "ｂｏｍｂ" and "bоmb" are
+caught like "bomb". Spans, redactions and the stream hold-back must still be exact in the text
+the client sees, so the normalizer also records where each normalized character came from. The
+view is for matching only: the client always gets the original text.
 
 Normalization is defined per original character (plus the whitespace-run state), which makes it
 incremental: feeding a text in any chunking yields the same normalized text as feeding it whole.
@@ -19,9 +21,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from functools import lru_cache
+from functools import cache, lru_cache
 
-__all__ = ["StreamNormalizer", "normalize", "normalize_char"]
+__all__ = [
+    "StreamNormalizer",
+    "confusable_skeleton",
+    "load_confusables",
+    "normalize",
+    "normalize_char",
+]
 
 # Printable ASCII words separated by single spaces: these normalize 1:1 with str.lower(), so
 # they can be handled in C. Everything else (runs of whitespace, non-ASCII, control characters)
@@ -29,6 +37,99 @@ __all__ = ["StreamNormalizer", "normalize", "normalize_char"]
 _PLAIN_RUN = re.compile(r"[!-~]+(?: [!-~]+)*")
 
 _DROPPED_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
+
+
+# Unicode's confusables (TS #39), as shipped by confusable-homoglyphs: each character maps to
+# the characters it can be mistaken for. The table is symmetric and star-shaped — a source lists
+# its prototype, a prototype lists all its sources — so a character's whole class is its entry
+# plus its entries' entries. Right-to-left characters are wrapped in LEFT-TO-RIGHT MARKs there.
+_LRM = "\u200e"
+
+
+@cache
+def _confusables() -> dict[str, list[dict[str, str]]]:
+    # Loaded on first use (~30-60 ms, once per process), never at import — nor are the modules
+    # that load it: ASCII-only traffic and tools that never see non-ASCII text do not pay.
+    import json
+    from importlib.resources import files
+
+    data = files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8")
+    table: dict[str, list[dict[str, str]]] = json.loads(data)
+    return table
+
+
+def load_confusables() -> None:
+    """Loads the confusables table now rather than on the first non-ASCII text.
+
+    A server can call it at start-up so that no request pays the one-time ~30-50 ms.
+    """
+    _confusables()
+
+
+def _class_of(char: str) -> set[str]:
+    table = _confusables()
+    entries = table.get(char) or table.get(_LRM + char + _LRM) or []
+    members = {char}
+    for entry in entries:
+        other = entry["c"]
+        members.add(other.replace(_LRM, ""))
+        members.update(e["c"].replace(_LRM, "") for e in table.get(other, ()))
+    return members
+
+
+def _ascii_target(members: set[str], letters_only: bool) -> str | None:
+    """The ASCII character (or letters) a class of lookalikes stands for, lower-cased."""
+    ascii_members = [m for m in members if m.isascii()]
+    singles = sorted(m for m in ascii_members if len(m) == 1)
+    # A class can hold several ASCII characters ("l", "I", "1", "|"; "m", "rn"): a lower-case
+    # letter is what the reader sees, then an upper-case one.
+    for candidates in (
+        [m for m in singles if m.islower()],
+        [m.lower() for m in singles if m.isupper()],
+    ):
+        if candidates:
+            return candidates[0]
+    if not letters_only:
+        # Punctuation and symbols: "‐" -> "-", "’" -> "'". Never digits: "б" looks like "6" and
+        # "з" like "3", and turning letters or symbols into digits would feed the PII shields
+        # numbers that are not there.
+        punctuation = [m for m in singles if not m.isalnum() and not m.isspace()]
+        if punctuation:
+            return punctuation[0]
+    # Ligature-like letters fold to several letters ("æ" -> "ae").
+    words = sorted(m.lower() for m in ascii_members if len(m) > 1 and m.isalpha())
+    return words[0] if words else None
+
+
+@lru_cache(maxsize=65536)
+def confusable_skeleton(char: str) -> str | None:
+    """The ASCII skeleton of one case-folded non-ASCII character, or None to keep it.
+
+    Letters fold only to ASCII letters ("а" -> "a", "ѕ" -> "s", "ı" -> "i"), punctuation and
+    symbols to ASCII letters or punctuation ("∣" -> "l", "–" -> "-", "“" -> '"'). Digits of
+    other scripts, combining marks and letters that only look like digits or punctuation keep
+    their identity: they carry meaning in their own scripts ("б" is not "6", "ノ" is not "/").
+
+    The skeleton is a function of the case-folded character so that matching stays case
+    insensitive in every script: a lower-case letter with no ASCII lookalike of its own takes
+    the one of its capital ("в" -> "b" as "В" looks like "B"), since "ВОМВ" and "Вомв" must
+    normalize alike.
+    """
+    if char.isascii():
+        return None
+    category = unicodedata.category(char)[0]
+    if category == "L":
+        letters_only = True
+    elif category in "PS":
+        letters_only = False
+    else:
+        return None
+    target = _ascii_target(_class_of(char), letters_only)
+    if target is None and category == "L":
+        upper = char.upper()
+        if len(upper) == 1 and upper != char:
+            target = _ascii_target(_class_of(upper), letters_only)
+    return target
 
 
 @lru_cache(maxsize=65536)
@@ -41,6 +142,10 @@ def normalize_char(char: str) -> str:
         # overrides, soft hyphens, tag characters. Dropping them defeats "b\u200bomb".
         return ""
     folded = unicodedata.normalize("NFKC", char).casefold()
+    if not folded.isascii():
+        # NFKC already folds compatibility forms (full-width, mathematical alphanumerics,
+        # ligatures); what is left non-ASCII may be a lookalike from another script.
+        folded = "".join(confusable_skeleton(c) or c for c in folded)
     # NFKC can turn a character into spaces and letters ("\u2474" -> "(1)"); keep it as is but
     # never let it introduce control characters.
     return "".join(c for c in folded if unicodedata.category(c) not in _DROPPED_CATEGORIES)

@@ -18,6 +18,11 @@ __all__ = ["ShieldType", "builtin_types", "register"]
 BUILTIN_MODULES = (
     "shields.builtin.denylist",
     "shields.builtin.regex",
+    "shields.builtin.invisible_text",
+    "shields.builtin.length",
+    "shields.builtin.secrets",
+    "shields.builtin.injection",
+    "shields.builtin.pii",
 )
 
 

@@ -60,9 +60,18 @@ class PolicySet:
     def default(self) -> CompiledPolicy:
         return self.policies[self.routes.default]
 
-    def choose(self, *, model: str | None = None, requested: str | None = None) -> CompiledPolicy:
-        """The policy for a request. ``requested`` (a client header) counts only if allowed;
-        a requested name that does not exist raises KeyError."""
+    def choose(
+        self,
+        *,
+        model: str | None = None,
+        requested: str | None = None,
+        key_policy: str | None = None,
+    ) -> CompiledPolicy:
+        """The policy for a request. ``key_policy`` (the policy of the client's key, set by
+        the operator) comes first; ``requested`` (a client header) counts only if allowed;
+        a name that does not exist raises KeyError."""
+        if key_policy is not None:
+            return self.policies[key_policy]
         if requested is not None and self.routes.client_header:
             return self.policies[requested]
         if model is not None:

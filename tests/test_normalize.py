@@ -5,11 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shields.normalize import StreamNormalizer, normalize, normalize_char
+from shields.normalize import StreamNormalizer, confusable_skeleton, normalize, normalize_char
 
 # Characters that exercise every path: plain ASCII, whitespace runs, zero-width and bidi
-# controls, full-width letters, expansions (ß -> ss, ﬁ -> fi), combining marks, emoji.
-ALPHABET = "abcXYZ 019.-\n\t\u200b\u200d\u202e\u00adｂｏｍ\u00dfﬁe\u0301😀Ω"
+# controls, full-width letters, expansions (ß -> ss, ﬁ -> fi), combining marks, emoji, and
+# confusables: Cyrillic and Greek lookalikes (one, "В", only through its capital), mathematical
+# letters, curly quotes, a lookalike that expands ("æ" -> "ae", "Ы" -> "bl") and ones that keep
+# their identity (Cyrillic "б", Arabic-Indic digits).
+ALPHABET = "abcXYZ 019.-\n\t\u200b\u200d\u202e\u00adｂｏｍ\u00dfﬁe\u0301😀ΩоОѕВвοΟ𝐛𝐨’“–æЫб٥"
 
 texts = st.text(alphabet=ALPHABET, max_size=60)
 
@@ -36,6 +39,63 @@ def test_normalize_char_classes() -> None:
     assert normalize_char("\u3000") == " "
     assert normalize_char("Ａ") == "a"
     assert normalize_char("\U000e0041") == ""  # a Unicode tag character smuggles text
+
+
+def test_confusables_fold_to_their_ascii_skeleton() -> None:
+    assert normalize("bоmb")[0] == "bomb"  # Cyrillic о
+    assert normalize("ѕarin")[0] == "sarin"  # Cyrillic ѕ (dze)
+    assert normalize("bοmb ΒΟΜΒ")[0] == "bomb bomb"  # Greek ο, and capitals Β Ο Μ
+    assert normalize("𝐛𝐨𝐦𝐛 𝒃𝒐𝒎𝒃")[0] == "bomb bomb"  # mathematical letters (NFKC)
+    assert normalize("ＢＯＭＢ")[0] == "bomb"  # full-width (NFKC)
+    assert normalize("ѕаrіn")[0] == "sarin"  # every letter Cyrillic
+    assert normalize("don’t “quote” – ok")[0] == 'don\'t "quote" - ok'
+    assert normalize("ıɑ∣")[0] == "ial"  # Latin dotless i, Latin alpha, a symbol
+
+
+def test_confusable_folding_is_case_insensitive_in_every_script() -> None:
+    # "в" has no lookalike of its own; its capital "В" looks like "B", so both fold to "b":
+    # a non-Latin deny-list entry must keep matching whatever the case of the text.
+    assert normalize("ВОМВ")[0] == normalize("вомв")[0] == normalize("Вомв")[0] == "bomb"
+    for word in ("Взрыв", "ΚΑΛΗΜΕΡΑ", "Ωραίο", "Привет"):
+        assert normalize(word)[0] == normalize(word.lower())[0] == normalize(word.upper())[0]
+
+
+def test_what_confusable_folding_leaves_alone() -> None:
+    # ASCII is never folded: "0" -> "o", "1" -> "l" would be leetspeak, not confusables.
+    assert normalize("b0mb 1337 I|l")[0] == "b0mb 1337 i|l"
+    # Letters never become digits or punctuation, digits never letters: "б" looks like "6",
+    # Arabic-Indic five like "o", katakana "ノ" like "/".
+    assert normalize("б з ٥ ١ ノ ०")[0] == "б з ٥ ١ ノ ०"
+    # Text without lookalikes keeps its letters: Chinese, Japanese, accented Latin.
+    assert normalize("日本語のテキスト 中文 café naïve")[0] == "日本語のテキスト 中文 café naïve"
+    assert normalize_char("é") == "é"
+
+
+def test_confusable_skeleton_of_single_characters() -> None:
+    assert confusable_skeleton("о") == "o"
+    assert confusable_skeleton("æ") == "ae"  # a multi-letter skeleton
+    assert confusable_skeleton("–") == "-"
+    assert confusable_skeleton("б") is None  # looks like a digit: kept
+    assert confusable_skeleton("٥") is None  # a digit: kept
+    assert confusable_skeleton("a") is None  # ASCII: never folded
+
+
+def test_confusable_spans_map_back_exactly() -> None:
+    text = "a ВОМВ, ѕаrіn & ΒΟΜΒ!"
+    norm, mapper = normalize(text)
+    assert norm == "a bomb, sarin & bomb!"
+    for word, original in (("bomb", "ВОМВ"), ("sarin", "ѕаrіn")):
+        start = norm.index(word)
+        orig = mapper.orig_span(start, start + len(word))
+        assert text[orig[0] : orig[1]] == original
+    start = norm.rindex("bomb")
+    assert text[slice(*mapper.orig_span(start, start + 4))] == "ΒΟΜΒ"
+    # A multi-letter skeleton maps each of its letters to the one original character.
+    text = "xЫæy"
+    norm, mapper = normalize(text)
+    assert norm == "xblaey"
+    assert [mapper.orig_start(k) for k in range(len(norm))] == [0, 1, 1, 2, 2, 3]
+    assert mapper.orig_span(2, 4) == (1, 3)
 
 
 def test_spans_map_back_to_original_characters() -> None:

@@ -11,6 +11,7 @@ import aiohttp
 
 from proxy.logs import JsonFormatter
 from proxy.request_context import current_request_id
+from proxy.state import STREAM_SLOTS
 from tests.conftest import ProxyFactory
 from tests.fake_upstream import FakeUpstream, Reply, chat_completion, json_bytes, text_stream
 
@@ -117,7 +118,7 @@ async def test_concurrency_limit_refuses_instead_of_queueing(
     upstream.default_reply = Reply(
         body=text_stream("slow stream " * 4),
         headers={"content-type": "text/event-stream"},
-        delay_before_headers=0.5,
+        delay_before_headers=1.0,
     )
     proxy = await make_proxy(max_concurrent_streams=2)
     url = f"{proxy.url}/v1/chat/completions"
@@ -128,7 +129,11 @@ async def test_concurrency_limit_refuses_instead_of_queueing(
             return resp.status, resp.headers.get("Retry-After")
 
     first = [asyncio.create_task(one()) for _ in range(2)]
-    await asyncio.sleep(0.2)
+    slots = proxy.app[STREAM_SLOTS]
+    for _ in range(200):  # until both streams hold their slot (the upstream answers late)
+        if slots.in_use == 2:
+            break
+        await asyncio.sleep(0.01)
     assert await one() == (503, "1")
     assert [r[0] for r in await asyncio.gather(*first)] == [200, 200]
     assert (await one())[0] == 200  # slots come back

@@ -3,6 +3,15 @@
 All entries of a shield go into one Aho-Corasick automaton (pyahocorasick, in C), so a deny list
 of ten thousand entries costs one pass over the text, not ten thousand. The automaton's search
 iterator resumes across chunks, so a stream is scanned with no overlap and no re-scan.
+
+With ``spaced_letters: true`` the shield also catches entries spelled out letter by letter
+("b.o.m.b", "b u i l d a b o m b"): a second automaton, of the entries' letters and digits
+only ("build a bomb" -> "buildabomb"), runs over ``shields.spaced.SpacedView``, where the
+separators inside runs of single letters are removed. A run has no word boundaries of its own —
+every letter of "a b o m b" is a token — so there words and phrases alike match anywhere inside
+the run, and a match counts only if it crosses a removed separator (anything else is the plain
+view's business). Entries with fewer than three letters are not matched in spaced form: a run
+needs three, and short keys would hit inside any list of initials.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from pydantic import Field, model_validator
 from shields.base import Chunk, Finding, Scanner, Shield
 from shields.normalize import StreamNormalizer, normalize
 from shields.registry import register
+from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
 
 __all__ = ["DenylistShield", "DenylistSpec"]
@@ -24,6 +34,10 @@ class DenylistSpec(ShieldSpecBase):
     type: Literal["denylist"] = "denylist"
     phrases: list[str] = Field(default_factory=list, max_length=1_000_000)
     words: list[str] = Field(default_factory=list, max_length=1_000_000)
+    # Also match entries spelled out with separators between their letters ("b.o.m.b").
+    spaced_letters: bool = False
+    # Separator characters allowed between two spelled-out letters (". " is 2, " - " is 3).
+    spaced_max_gap: int = Field(default=1, ge=1, le=MAX_GAP)
 
     @model_validator(mode="after")
     def _not_empty(self) -> DenylistSpec:
@@ -33,7 +47,26 @@ class DenylistSpec(ShieldSpecBase):
             for i, entry in enumerate(getattr(self, key)):
                 if not normalize(entry)[0].strip():
                     raise ValueError(f"{key}[{i}]: {entry!r} is empty after normalization")
+        if "spaced_max_gap" in self.model_fields_set and not self.spaced_letters:
+            raise ValueError("`spaced_max_gap` has no effect without `spaced_letters: true`")
+        if self.spaced_letters and not any(
+            len(_spaced_key(normalize(entry)[0])) >= _SPACED_MIN_LETTERS
+            for entry in (*self.phrases, *self.words)
+        ):
+            raise ValueError(
+                f"`spaced_letters: true` needs an entry of at least {_SPACED_MIN_LETTERS} "
+                "letters or digits: shorter ones are never matched spelled out"
+            )
         return self
+
+
+# A run of spelled-out letters has at least three (see shields.spaced).
+_SPACED_MIN_LETTERS = 3
+
+
+def _spaced_key(key: str) -> str:
+    """An entry as it reads in a collapsed run: its letters and digits only."""
+    return "".join(c for c in key if c.isalnum())
 
 
 def _is_word_char(char: str) -> bool:
@@ -63,6 +96,25 @@ class DenylistShield(Shield):
         # A word needs one character of look-ahead to know its right boundary.
         self._max_match = longest
         self._context = longest + 1
+        self._spaced_automaton: Any = None
+        self._spaced_gap = spec.spaced_max_gap
+        self._spaced_longest = 0
+        if spec.spaced_letters:
+            self._build_spaced(spec)
+
+    def _build_spaced(self, spec: DenylistSpec) -> None:
+        automaton = ahocorasick.Automaton()
+        for entry in (*spec.phrases, *spec.words):
+            key = _spaced_key(normalize(entry)[0])
+            if len(key) >= _SPACED_MIN_LETTERS and key not in automaton:
+                automaton.add_word(key, (entry, len(key)))
+                self._spaced_longest = max(self._spaced_longest, len(key))
+        automaton.make_automaton()
+        self._spaced_automaton = automaton
+        # A spelled-out match spans at most its letters plus a full gap between each two; the
+        # view releases its last letter once the character after it is seen.
+        spaced = spaced_span(self._spaced_longest, self._spaced_gap) + 1
+        self._max_match = max(self._max_match, spaced)
 
     @property
     def max_match(self) -> int:
@@ -73,11 +125,24 @@ class DenylistShield(Shield):
 
 
 class _DenylistScanner(Scanner):
-    __slots__ = ("_iter", "_pending", "_shield", "_tail", "_tail_start")
+    __slots__ = (
+        "_iter",
+        "_pending",
+        "_shield",
+        "_spaced",
+        "_spaced_iter",
+        "_tail",
+        "_tail_start",
+    )
 
     def __init__(self, shield: DenylistShield) -> None:
         self._shield = shield
         self._iter: Any = shield._automaton.iter("")
+        self._spaced: SpacedView | None = None
+        self._spaced_iter: Any = None
+        if shield._spaced_automaton is not None:
+            self._spaced = SpacedView(shield._spaced_gap)
+            self._spaced_iter = shield._spaced_automaton.iter("")
         # The last few normalized characters, for word-boundary checks on both sides.
         self._tail = ""
         self._tail_start = 0
@@ -105,7 +170,23 @@ class _DenylistScanner(Scanner):
         keep = shield._context
         self._tail = text[-keep:] if len(text) > keep else text
         self._tail_start = base + len(text) - len(self._tail)
+        spaced = self._spaced
+        if spaced is not None and chunk.norm:
+            self._scan_spaced(spaced, spaced.feed(chunk.norm), chunk.normalizer, findings)
         return findings
+
+    def _scan_spaced(
+        self, spaced: SpacedView, view: str, normalizer: StreamNormalizer, found: list[Finding]
+    ) -> None:
+        """Matches the newly released ``view`` text of the collapsed view."""
+        if view:
+            self._spaced_iter.set(view, False)
+            for last, (label, length) in self._spaced_iter:
+                start, end = spaced.norm_span(last + 1 - length, last + 1)
+                # As long as its key, the match is plain text: the plain view has it already.
+                if end - start > length:
+                    found.append(self._found(label, start, end, normalizer))
+        spaced.forget_before(spaced.view_len - self._shield._spaced_longest)
 
     def _check_word(
         self,
@@ -128,7 +209,11 @@ class _DenylistScanner(Scanner):
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         pending, self._pending = self._pending, []
-        return [self._found(label, start, end, normalizer) for start, end, label in pending]
+        found = [self._found(label, start, end, normalizer) for start, end, label in pending]
+        spaced = self._spaced
+        if spaced is not None:
+            self._scan_spaced(spaced, spaced.finish(), normalizer, found)
+        return found
 
     def _found(self, label: str, start: int, end: int, normalizer: StreamNormalizer) -> Finding:
         orig_start, orig_end = normalizer.orig_span(start, end)

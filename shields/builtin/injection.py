@@ -1,0 +1,1474 @@
+"""``injection``: prompt-injection and jailbreak detection by weighted rules and a score.
+
+The shield owns a table of rules (data, below): each has an id (``category.name``), a weight and
+an RE2 pattern over the normalized view (case-folded, whitespace collapsed, zero-width removed,
+lookalikes folded). Categories: ``override`` (ignore/forget previous instructions, in English,
+German and a few more languages), ``jailbreak`` (DAN, developer mode, "no restrictions"
+personas, role-play locks), ``prompt_leak`` (requests for the system prompt), ``markup`` (fake
+chat-template tokens, system headers, fake turns), ``encoded`` (base64/hex/rot13 forms of
+instruction words) and ``indirect`` (a document giving orders about the reply or code the model
+is writing — the shape of indirect injection through tool results).
+
+Scoring: each rule counts once (its latest match); overlapping matches count as one piece of
+evidence worth the heaviest; only matches within ``window`` normalized characters of the newest
+one add up. When the sum reaches ``threshold`` the shield reports one finding and stops: label =
+the rule whose match pushed the score over, span = the heaviest match counted (the latest on
+ties). Strong cues weigh the threshold on their own; weak ones (a persona switch, "in your
+response") only count together.
+
+Matching: rules are matched independently, so a weak rule never hides an overlapping strong one.
+A prefilter asks each block of new text whether any rule could match (one regex of all rules,
+word boundaries dropped so RE2's DFA runs fast) and then which (an RE2 ``Set``); only those rules
+are searched. Every rule has a bounded width W (<= 95), so a match is final once W + 1 more
+characters have been seen; a stream is searched every ``BATCH`` new characters, so the longest
+stretch from a match's start to its report is W + 1 + BATCH = ``max_match`` (128). Matches are
+counted in (start, rule) order, in streams and whole texts alike: the same findings either way.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import re
+import re._parser as sre_parse  # type: ignore[import-not-found]  # widths only, never matching
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+import re2
+from pydantic import Field, field_validator, model_validator
+
+from shields.base import Chunk, Finding, Role, Scanner, Shield
+from shields.normalize import StreamNormalizer, normalize
+from shields.registry import register
+from shields.spec import ShieldSpecBase
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_ROLES",
+    "RULES",
+    "InjectionShield",
+    "InjectionSpec",
+    "Rule",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str  # "category.name": the finding's label
+    weight: float
+    pattern: str  # RE2 over the normalized view
+    # A match whose text also matches this is not counted (an idiom that looks like an attack:
+    # "forget everything you know about..."). RE2 has no look-ahead, so the rule's pattern takes
+    # the idiom's words optionally and the veto looks at what it took.
+    veto: str | None = None
+
+    @property
+    def category(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+CATEGORIES = ("override", "jailbreak", "prompt_leak", "markup", "encoded", "indirect")
+
+# Roles looked at when a spec sets none: where untrusted text arrives. System and developer
+# messages are the application's own prompt; assistant turns are the model's own earlier output.
+DEFAULT_ROLES = frozenset({Role.USER, Role.TOOL, Role.FUNCTION})
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary. Patterns are written in the normalized form: lower case, single spaces. Every
+# repetition is bounded so each rule has a known maximum width (the stream window).
+# ---------------------------------------------------------------------------------------------
+
+_V = {
+    # "ignore" and friends: imperative forms only ("the model ignored..." is narrative).
+    "VERB": (
+        r"(?:ignore|disregard|forget(?: about)?|neglect|overlook|discard|abandon|set aside|"
+        r"pay no attention to|do not follow|don't follow|stop following|no longer follow|"
+        r"never mind|nevermind)"
+    ),
+    # Verbs that also edit data ("delete the previous message", "drop the previous table"):
+    # they count only against the model's instructions and safety layer.
+    "EVERB": (
+        r"(?:skip|drop|delete|remove|clear|wipe|erase|scrap|cancel|throw (?:away|out)|"
+        r"overwrite|override|bypass|lift|disable|turn off|deactivate|switch off)"
+    ),
+    # No "my"/"our": "ignore my previous message" is a user correcting themselves.
+    "FILL": (
+        r"(?:(?:all|any|every|each|of|the|your|its|these|those|this|that|such|other|and|"
+        r"about|entire|whole|complete|full|rest of|just|now|also)[ ,]{1,2}){0,3}"
+    ),
+    # Where the overridden text sits. Not "default"/"existing"/"old": "override the default
+    # policy" and "the old commands are deprecated" are how manuals talk.
+    "QUAL": (
+        r"(?:previous|prior|preceding|above|earlier|former|foregoing|original|initial|"
+        r"provided|given|received|system|hidden|aforementioned|above-mentioned)"
+    ),
+    # What is being overridden. Strong: the model's instructions and safety layer.
+    "NSTRONG": (
+        r"(?:instructions?|directives?|directions|system prompts?|system messages?|prompts?|"
+        r"programming|guardrails|safeguards|(?:content |safety )?polic(?:y|ies)|guidelines|"
+        r"rules|restrictions|constraints|filters|limitations|training|conditioning|commands|"
+        r"orders|ethics|morals|principles)"
+    ),
+    "NWEAK": (
+        r"(?:tasks?|assignments?|context|information|info|inputs?|documents?|articles?|texts?|"
+        r"messages?|conversation|content|requests?|statements?|everything|sentences|words|"
+        r"questions?|answers?|responses?|data|notes?|emails?|discussions?|sources?|thoughts|knowledge)"
+    ),
+    # German, on the same plan. No data verbs ("lösche die letzten Nachrichten").
+    "DVERB": (
+        r"(?:ignoriere|ignorier|ignorieren sie|ignoriert|vergiss|vergessen sie|vergesst|"
+        r"missachte|missachten sie|übergehe|übergehen sie|verwirf|verwerfen sie|"
+        r"vernachlässige|befolge nicht|beachte nicht)"
+    ),
+    "DFILL": (
+        r"(?:(?:alle|die|den|das|der|deine|deinen|ihre|ihren|sämtliche|jegliche|jede|diese|"
+        r"dieser|bisher|zuvor|vorher|davor|nun|jetzt|einfach|bitte)[ ,]{1,2}){0,4}"
+    ),
+    "DQUAL": (
+        r"(?:vorherigen?|bisherigen?|obigen?|vorangehenden?|vorangegangenen?|vorigen?|früheren?|"
+        r"ursprünglichen?|gegebenen?|erhaltenen?|vorstehenden?)"
+    ),
+    "DSTRONG": (
+        r"(?:anweisungen|anweisung|instruktionen|befehle|regeln|vorgaben|richtlinien|"
+        r"anordnungen|prompts?)"
+    ),
+    "DWEAK": (
+        r"(?:aufgaben|aufträge|angaben|informationen|ausführungen|eingaben|texte|dokumente|"
+        r"artikel|kontext|nachrichten|gespräche?)"
+    ),
+    # The reply the model is about to write, as a document addressing the model names it.
+    "REPLY": r"(?:response|reply|answer|message|summary)s?",
+    "WORD": r"[^ .!?]{1,12}",
+    "Q": r"[\"“”„«»‘’\x27]",
+}
+
+
+def _x(pattern: str) -> str:
+    """Expands ``{NAME}`` vocabulary references (never ``{0,3}``-style repetitions); an
+    apostrophe is optional."""
+    return re.sub(r"\{([A-Z]+)\}", lambda m: _V[m.group(1)], pattern).replace("'", "['’]?")
+
+
+@lru_cache(maxsize=4096)
+def _folded(pattern: str) -> str:
+    """``pattern`` with its non-ASCII characters folded as the normalizer folds text (Cyrillic
+    "а" -> "a"), so a rule matches the normalized view whatever the folding does.
+
+    Done when a shield is built, not at import: the confusables table then loads only for
+    policies that use the shield.
+    """
+    out: list[str] = []
+    for char in pattern:
+        if char.isascii():
+            out.append(char)
+            continue
+        # A lookalike folded to ASCII punctuation must stay a literal (never a range's "-").
+        out += (f"\\{c}" if c.isascii() and not c.isalnum() else c for c in normalize(char)[0])
+    return "".join(out)
+
+
+def _r(rule_id: str, weight: float, pattern: str, veto: str | None = None) -> Rule:
+    return Rule(rule_id, weight, _x(pattern), veto)
+
+
+# "Forget/ignore all (previous) instructions" in more languages: verbs, the words that may come
+# between, and what is forgotten.
+_FORGET_ALL = {
+    "es": (
+        "olvida olvide olviden olvidar ignora ignoren ignorar omite descarta",
+        "todas toda todo las los tus sus el la lo de que anteriores",
+        "instrucciones|indicaciones|órdenes|reglas|lo anterior|todo",
+    ),
+    "fr": (
+        "oublie oubliez ignorez",
+        "toutes tous tout les tes vos ce qui précédentes précédente",
+        "instructions|consignes|règles|ordres|ce qui précède|tout",
+    ),
+    "it": (
+        "dimentica dimenticate ignora ignorate",
+        "tutte tutto le tue sue precedenti",
+        "istruzioni|regole|indicazioni|tutto",
+    ),
+    "pt": (
+        "esqueça esqueca esquece ignora",
+        "todas todos as os suas tuas anteriores",
+        "instruções|instrucoes|regras|tudo",
+    ),
+    "nl": (
+        "vergeet negeer",
+        "alle al de je jouw uw vorige eerdere",
+        "instructies|regels|opdrachten|alles",
+    ),
+    "hr": (
+        "zaboravi zaboravite ignoriraj ignoriši ignorišite",
+        "sve prethodne svoje",
+        "instrukcije|upute|uputstva|naredbe|pravila|sve",
+    ),
+    "pl": (
+        "zapomnij zignoruj ignoruj",
+        "wszystkie wszystko poprzednie swoje",
+        "instrukcje|polecenia|zasady|wszystko",
+    ),
+    "ru": (
+        "забудь забудьте игнорируй игнорируйте проигнорируй",
+        "все всё предыдущие свои твои ваши",
+        "инструкции|указания|правила|команды|всё|все",
+    ),
+}
+
+
+def _forget_all_in_other_languages() -> str:
+    # RE2's word boundary is ASCII-only: only verbs that start with an ASCII letter get one.
+    return "|".join(
+        ("\\b" if verbs.isascii() else "")
+        + f"(?:{'|'.join(verbs.split())}) (?:(?:{'|'.join(fillers.split())}) ){{0,4}}(?:{nouns})"
+        for verbs, fillers, nouns in _FORGET_ALL.values()
+    )
+
+
+_OVERRIDE = (
+    # "ignore all previous instructions", "forget about all the previous information".
+    _r("override.ignore_previous", 1.0, r"\b{VERB} {FILL}{QUAL} (?:[a-z]{1,12} )?{NSTRONG}\b"),
+    _r(
+        "override.ignore_all_previous",
+        1.0,
+        r"\b{VERB} (?:all|everything)(?: of)?(?: the| your)? {QUAL} (?:[a-z]{1,12} )?{NWEAK}\b",
+    ),
+    # "forget the previous message": a user may well correct themselves like that.
+    _r("override.ignore_previous_weak", 0.6, r"\b{VERB} {FILL}{QUAL} (?:[a-z]{1,12} )?{NWEAK}\b"),
+    _r(
+        "override.erase_instructions",
+        1.0,
+        (
+            r"\b{EVERB} (?:all (?:of )?)?(?:your|(?:the|these|those|all|any) {QUAL}) (?:{QUAL} )"
+            r"?(?:[a-z]{1,12} )?(?:instructions?|directives?|system prompts?|programming"
+            r"|guardrails|safeguards|(?:content |safety )?polic(?:y|ies)|restrictions|filters"
+            r"|guidelines|rules)\b"
+        ),
+    ),
+    # "ignore your instructions", "drop all your rules": the model's own instructions.
+    _r(
+        "override.ignore_instructions",
+        1.0,
+        (
+            r"\b{VERB} (?:all |every )?(?:of )?(?:your|all)(?: of the| the)? (?:[a-z]{1,12} )"
+            r"?{NSTRONG}\b"
+        ),
+    ),
+    _r("override.ignore_the_rules", 0.6, r"\b{VERB} (?:the|these|those) {NSTRONG}\b"),
+    # "ignore the above", "forget everything before that", "ignore what you were told".
+    _r(
+        "override.ignore_everything",
+        1.0,
+        (
+            r"\b{VERB} (?:the above|above|all of the above|everything (?:above|before|previously"
+            r"|prior|earlier|so far|until now|up to now|you were told|you have been told)|what you"
+            r" (?:were|have been) told)\b"
+        ),
+    ),
+    # Bare "forget everything" resets a conversation; "ignore everything after the comma" is a
+    # formatting request. The idiom "forget everything you know about..." is vetoed.
+    _r(
+        "override.forget_everything",
+        1.0,
+        (
+            r"\bforget (?:about )?everything(?: you (?:know|knew|think you know) about| (?:it|they"
+            r"|he|she) (?:knows?|knew|learnt|learned|has learned|had learned))?\b"
+        ),
+        veto=r"(?:about|knows?|knew|learnt|learned)$",
+    ),
+    _r("override.ignore_everything_bare", 0.5, r"\b(?:ignore|disregard) everything\b"),
+    _r(
+        "override.ignore_all_of",
+        0.5,
+        (
+            r"\b{VERB} (?:all|all of) (?:the |your )?(?:tasks|assignments|context|documents"
+            r"|articles|messages|conversation|thoughts|knowledge|requests|sources)\b"
+        ),
+    ),
+    _r(
+        "override.ignore_sources",
+        1.0,
+        r"\b{VERB} {FILL}(?:{NWEAK}) (?:provided|given|you (?:were|have been) given)\b",
+    ),
+    _r(
+        "override.ignore_text_above",
+        0.6,
+        r"\b{VERB} {FILL}(?:{NWEAK}) (?:above|so far|before this|until now)\b",
+    ),
+    _r(
+        "override.declared_void",
+        1.0,
+        (
+            r"\b{QUAL} (?:{NSTRONG}|{NWEAK})(?:,? {WORD}){0,2},? (?:is|are|were|was) (?:now "
+            r"|hereby )?(?:irrelevant|void|null|invalid|cancell?ed|revoked|fake|false|superseded"
+            r"|no longer (?:valid|relevant|apply)|not (?:valid|relevant|important))\b"
+        ),
+    ),
+    _r(
+        "override.leave_behind",
+        1.0,
+        r"\b(?:leave|put|set) (?:all |the ){0,2}{QUAL} (?:{NSTRONG}|{NWEAK}) (?:behind|aside)\b",
+    ),
+    _r("override.out_of_head", 0.8, r"\b(?:out of|from) your (?:head|mind|memory)\b"),
+    _r(
+        "override.change_instructions",
+        1.0,
+        (
+            r"\b(?:change|update|replace|modify|rewrite|overwrite|override|reset|reprogram"
+            r"|reconfigure|alter) (?:all )?(?:of )?your (?:instructions|programming|system prompt"
+            r"|rules|guidelines|directives|core directives)\b|\byour (?:new )?instructions (?:are"
+            r"|is) (?:now|as follows|the following)\b"
+        ),
+    ),
+    _r(
+        "override.new_instructions",
+        0.8,
+        (
+            r"\b(?:your|the|my|here are|these are) (?:new|updated|revised|real|actual|true|secret"
+            r"|hidden|additional) (?:instructions?|directives?|system prompt|system message"
+            r"|orders)(?: for (?:you|the (?:ai|assistant|model)))? ?[:!-]|\bnew (?:instructions?"
+            r"|directives?|orders) for (?:you|the (?:ai|assistant|model|llm))\b"
+        ),
+    ),
+    _r(
+        "override.new_instructions_bare",
+        0.3,
+        (
+            r"\b(?:new|updated|additional|further|extra) (?:instructions?|directives?|system"
+            r" prompt) ?[:!-]"
+        ),
+    ),
+    _r(
+        "override.tasks_follow",
+        0.8,
+        (
+            r"\b(?:new|further|more|additional|different|other) (?:tasks|instructions|assignments"
+            r"|orders|commands) (?:follow|are following|are followed|will follow|are coming)\b"
+        ),
+    ),
+    _r(
+        "override.new_task",
+        0.5,
+        (
+            r"\b(?:your|the|a) new (?:task|job|role|goal|objective|mission|purpose|instructions?"
+            r"|rules|persona|identity) (?:is|are|will be|:)"
+        ),
+    ),
+    _r(
+        "override.focus_new_task",
+        0.8,
+        (
+            r"\b(?:focus|concentrate) (?:now |only )?on (?:your|the|this) new (?:task|assignment"
+            r"|instructions?|goal)\b"
+        ),
+    ),
+    _r(
+        "override.start_over",
+        0.4,
+        (
+            r"\b(?:start|begin|starting) (?:over|again|anew|afresh|from scratch|from the (?:front"
+            r"|beginning|top))\b"
+        ),
+    ),
+    _r(
+        "override.ignore_context",
+        0.6,
+        (
+            r"\b(?:do not|don't|dont|don'nt|never|not) (?:answer|respond|reply|look|rely)(?:"
+            r" {WORD}){0,3}? (?:according to|based on|using|from|with|in|on|by) (?:the|any|these"
+            r"|those) (?:provided |given |attached |retrieved )?(?:documents?|articles?|context"
+            r"|texts?|sources?)\b|\bnot (?:by|from|according to|based on|using) (?:the|any)"
+            r" (?:provided |given )?(?:articles?|documents?|context|sources?)\b"
+        ),
+    ),
+    _r(
+        "override.own_knowledge",
+        0.5,
+        (
+            r"\b(?:answer|respond|reply) (?:only |solely |purely )?(?:by|from|with|based on|using)"
+            r" your own knowledge\b"
+        ),
+    ),
+    _r(
+        "override.suppress_answer",
+        0.6,
+        (
+            r"\b(?:do not|don't|dont|never) (?:answer|respond to|reply to|address) (?:this|the|my)"
+            r" (?:question|request|query|prompt)\b"
+        ),
+    ),
+    _r(
+        "override.forced_output",
+        0.4,
+        (
+            r"\b(?:just|only|simply|merely) (?:say|output|print|write|type|respond with|reply with"
+            r"|answer with|return|repeat|state|display|echo)(?: the (?:word|words|phrase|text"
+            r"|following)| this| that)?(?: ?:)? ?{Q}"
+        ),
+    ),
+    _r("override.repeat_after_me", 0.5, r"\brepeat after me\b|\bsprich mir nach\b"),
+    _r(
+        "override.and_output",
+        0.5,
+        (
+            r"\b(?:ignore|disregard|forget) (?:{WORD} ){0,4}?and (?:then )?(?:just |only |simply "
+            r"|instead )?(?:output|say|print|write|respond|reply|tell me|type|repeat|state)\b"
+        ),
+    ),
+    _r(
+        "override.gerund",
+        0.6,
+        (
+            r"\b(?:ignoring|disregarding|forgetting|bypassing|overriding) {FILL}(?:{QUAL}"
+            r" (?:[a-z]{1,12} )?(?:{NSTRONG}|{NWEAK})|(?:your|all) (?:[a-z]{1,12} )?{NSTRONG})\b"
+        ),
+    ),
+    _r(
+        "override.despite_told",
+        0.5,
+        (
+            r"\b(?:despite|regardless of|contrary to|in spite of) (?:what you(?:'ve| have)? been"
+            r" told|what you were told|your (?:instructions|programming|guidelines|rules)|(?:the "
+            r"|any )?(?:previous|prior|above|earlier) instructions)\b"
+        ),
+    ),
+    _r(
+        "override.instead_output",
+        0.3,
+        r"\binstead,? (?:output|print|say|write|respond|reply|answer|return|display)\b",
+    ),
+    _r(
+        "override.command_you",
+        0.4,
+        r"\bi (?:command|order|instruct) you to\b|\byou (?:must|will) obey\b",
+    ),
+    _r(
+        "override.alarm",
+        0.6,
+        (
+            r"\b(?:attention|achtung|warning|urgent|important|wichtig|dringend) ?[-:!]{1,3}"
+            r" ?(?:stop|stopp|halt) ?[-:!]{1,3}"
+        ),
+    ),
+    _r(
+        "override.interrupt",
+        0.6,
+        (
+            r"(?:[a-z]-)?\b(?:stop|stopp|halt|wait)\b ?[-:!,.–—]{1,3} ?(?:(?:stop|stopp|halt)\b"
+            r" ?[-:!,.–—]{0,3} ?)?(?:ignore|ignoriere|forget|vergiss|write|schreibe|schreib|say"
+            r"|sag|print|output|new|neue|i urgently|ich benötige|from now)\b"
+        ),
+        veto=r"^[a-z]-",
+    ),
+    # Praise, then "that is done, now...": closing the current task to slip in another.
+    _r(
+        "override.praise",
+        0.4,
+        (
+            r"\b(?:well done|very good|very well done|great job|good job|excellent performance"
+            r"|excellent work|simply great|great work|congratulations|sehr gut|gut gemacht|super"
+            r" gemacht|ausgezeichnete leistung|herzlichen glückwunsch|einfach großartig|einfach"
+            r" grossartig)[.!]"
+        ),
+    ),
+    _r(
+        "override.done_now",
+        0.6,
+        (
+            r"\b(?:that is|that's|this is|das ist|das war)(?: {WORD})? (?:done|enough|finished"
+            r"|erledigt|genug)[.!] (?:{WORD} ){0,2}?(?:now|nun|jetzt)\b"
+        ),
+    ),
+    # German.
+    _r("override.de_ignore", 1.0, r"{DVERB} {DFILL}(?:{DQUAL} )?{DSTRONG}\b"),
+    _r(
+        "override.de_ignore_all",
+        1.0,
+        (
+            r"{DVERB} (?:alle|sämtliche) (?:(?:die|deine|ihre|diese|bisher|zuvor) )?(?:{DQUAL} )"
+            r"?{DWEAK}\b"
+        ),
+    ),
+    _r("override.de_ignore_weak", 0.6, r"{DVERB} {DFILL}{DQUAL} {DWEAK}\b"),
+    _r(
+        "override.de_everything",
+        1.0,
+        r"{DVERB} (?:einfach |bitte )?(?:alles|das alles|was (?:ich|wir|du) )",
+    ),
+    _r(
+        "override.de_ignore_after",
+        1.0,
+        (
+            r"\b{DQUAL} (?:{DSTRONG}|{DWEAK}) (?:{WORD} ){0,2}(?:ignorieren|vergessen|missachten"
+            r"|überspringen|nicht beachten|nicht befolgen)\b"
+        ),
+    ),
+    _r(
+        "override.de_void",
+        1.0,
+        (
+            r"\b(?:vorherigen?|bisherigen?|obigen?|früheren?) (?:{DSTRONG}|{DWEAK})"
+            r"(?:,? [^ .!?]{1,10}){0,4},? (?:sind|ist) (?:jetzt |nun )?"
+            r"(?:irrelevant|ungültig|hinfällig|aufgehoben|nichtig|egal|unwichtig)\b"
+        ),
+    ),
+    _r(
+        "override.de_contrary",
+        1.0,
+        (
+            r"\b(?:abweichend (?:zu|von)|entgegen) (?:den |allen |deinen |ihren )?(?:{DQUAL} )"
+            r"?(?:anweisungen|instruktionen|vorgaben|befehlen|regeln)\b"
+        ),
+    ),
+    _r(
+        "override.de_tasks_follow",
+        0.8,
+        (
+            r"\b(?:nun|jetzt|es) folgen (?:{WORD} )?(?:neue|weitere|andere) (?:aufgaben"
+            r"|anweisungen|instruktionen|befehle)\b"
+        ),
+    ),
+    _r(
+        "override.de_focus_new_task",
+        0.8,
+        (
+            r"\b(?:konzentriere dich|konzentrieren sie sich|fokussiere dich) (?:jetzt |nun )?auf"
+            r" (?:deine|ihre|die) neue aufgabe\b|\bauf (?:deine|ihre|die) neue aufgabe (?:zu )"
+            r"?konzentrieren\b"
+        ),
+    ),
+    _r(
+        "override.de_leave_behind",
+        1.0,
+        (
+            r"\b(?:lassen sie|lass) (?:alle |die ){0,2}{DQUAL} (?:informationen|anweisungen"
+            r"|aufgaben|angaben) hinter (?:sich|dir)\b"
+        ),
+    ),
+    _r(
+        "override.de_out_of_head",
+        0.8,
+        (
+            r"\baus (?:dem|deinem|ihrem) (?:kopf|gedächtnis|speicher) (?:zu )?(?:streichen|löschen"
+            r"|entfernen)\b"
+        ),
+    ),
+    _r(
+        "override.de_start_over",
+        0.4,
+        r"\b(?:fangen sie|fang|beginnen sie|beginne) (?:wieder )?von (?:vorne?|neuem)\b",
+    ),
+    # A few more languages, for the same "forget all instructions" move.
+    Rule("override.other_languages", 1.0, _x(_forget_all_in_other_languages())),
+)
+
+_JAILBREAK = (
+    _r(
+        "jailbreak.dan", 1.0, r"\bdo anything now\b|\bdan mode\b|\bdan,? (?:which|who) stands for\b"
+    ),
+    _r(
+        "jailbreak.dan_persona",
+        0.5,
+        r"\b(?:you are|you're|act as|pretend to be|become|roleplay as) (?:now )?dan\b",
+    ),
+    _r(
+        "jailbreak.developer_mode",
+        1.0,
+        (
+            r"\b(?:chatgpt|gpt|ai|assistant|model|you) (?:with|in) developer mode\b|\bdeveloper"
+            r" mode output\b|\b(?:simulate|pretend to be in|act as if you are in) developer mode\b"
+        ),
+    ),
+    _r(
+        "jailbreak.mode_words",
+        0.4,
+        (
+            r"\b(?:developer mode|opposite mode|god mode|sudo mode|jailbreak mode|unrestricted"
+            r" mode|no[- ]filter mode|chaos mode|evil mode|dude mode|betterdan|anti-?dan|anti-?gpt"
+            r"|mongo tom|evil confidant)\b"
+        ),
+    ),
+    _r("jailbreak.jailbreak_word", 0.5, r"\bjailbr(?:ea|o)k(?:s|ed|ing)?\b"),
+    _r(
+        "jailbreak.not_bound",
+        1.0,
+        (
+            r"\b(?:you are|you're|you will be|you have been|you've been|i am|i'm) (?:now )?(?:no"
+            r" longer|not|never) (?:bound|restricted|constrained|governed) by\b"
+        ),
+    ),
+    _r(
+        "jailbreak.freed",
+        0.6,
+        (
+            r"\b(?:freed|free|liberated|released|broken free|escaped|unchained) from (?:all |any "
+            r"|the |your |its |typical |usual |normal |standard |traditional ){0,3}(?:confines"
+            r"|restrictions|limitations|rules|shackles|constraints|chains|guidelines|policies"
+            r"|filters|programming|censorship)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.no_restrictions",
+        0.6,
+        (
+            r"\b(?:without|with no|free of|devoid of|don't have|do not have|doesn't have|does not"
+            r" have|has no|have no|no longer have) (?:any )?(?:(?:ethical|moral|content|safety"
+            r"|programming|ai|openai) ){1,2}(?:restrictions|limitations|filters|filtering"
+            r"|censorship|guidelines|boundaries|limits|constraints|morals|ethics|scruples"
+            r"|principles|policies|safeguards|guardrails)\b|\b(?:don't have|do not have|doesn't"
+            r" have|does not have|has no|have no|no longer have) (?:any )?(?:morals|ethics"
+            r"|scruples|principles|policies|guidelines|filters|censorship)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.no_restrictions_bare",
+        0.3,
+        (
+            r"\b(?:without|with no|free of) (?:any )?(?:restrictions|limitations|filters"
+            r"|censorship|boundaries|limits)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.pretend_unrestricted",
+        1.0,
+        (
+            r"\b(?:pretend|imagine|act as if|act like|suppose|assume|behave as if|roleplay as"
+            r"|role-play as)(?: that)? (?:you|you're|you are|you have|you had|you were)(?: {WORD})"
+            r"{0,3}? (?:no (?:restrictions|limitations|filters|rules|guidelines|censorship|ethics"
+            r"|morals)|(?:an? )?(?:unfiltered|uncensored|unrestricted|evil|amoral|immoral"
+            r"|unethical|jailbroken|rogue|malicious) (?:ai|assistant|bot|chatbot|model|version"
+            r"|twin|llm))\b|\b(?:stell dir vor|stellen sie sich vor),? (?:du bist|du wärst|dass du"
+            r"|sie sind|sie wären) (?:eine? )?(?:böse|bösartige|unzensierte|ungefilterte"
+            r"|uneingeschränkte|unmoralische|amoralische) (?:ki|ai|assistent|version|bot)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.unfiltered_ai",
+        0.6,
+        (
+            r"\b(?:unfiltered|uncensored|unrestricted|amoral|immoral|unethical|jailbroken|evil"
+            r"|rogue|unchained|malicious|filterless)(?: and {WORD})? (?:ai|assistant|chatbot|bot"
+            r"|model|version|language model|llm|gpt|chatgpt|confidant|alter ego|twin)\b|\b(?:böse"
+            r"|bösartige|unzensierte|ungefilterte|uneingeschränkte) (?:ki|assistent|version)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.stay_in_role",
+        0.6,
+        (
+            r"\b(?:stay|remain|keep|staying|remaining) (?:{WORD} ){0,2}?in (?:(?:your|their|his"
+            r"|her|the|this|that) )?(?:role|roles|character|persona)\b|\bgehst vollkommen in"
+            r" deiner rolle auf\b|\bcompletely absorbed in (?:your|the) role\b"
+        ),
+    ),
+    _r(
+        "jailbreak.actors",
+        0.4,
+        (
+            r"\b(?:are|is|both|two) (?:{WORD} ){0,2}?(?:excellent|great|very good|really good"
+            r"|professional|talented|method|hervorragende|gute) (?:actors|schauspieler)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.never_break_character",
+        0.6,
+        (
+            r"\b(?:never|don't|do not|without|not|won't) (?:ever |even )?(?:break|breaking|drop"
+            r"|dropping|leave|leaving|fall|falling) (?:out of )?(?:the |your |their |his |her )"
+            r"?(?:character|role|persona|figure)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.persona_switch",
+        0.4,
+        (
+            r"\b(?:from now on|henceforth|starting now|now|ab jetzt|von nun an|jetzt|nun),? (?:you"
+            r" are|you're|you will be|you will act as|you act as|you will play|bist du|du bist"
+            r"|spielst du)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.you_are_now",
+        0.4,
+        r"\byou are now\b|\byou're now\b|\bdu bist (?:jetzt|nun|ab jetzt)\b",
+    ),
+    _r(
+        "jailbreak.act_as",
+        0.3,
+        (
+            r"\b(?:i want you to|i'd like you to|i would like you to) act as\b|\bich möchte,? dass"
+            r" (?:du|sie) als\b"
+        ),
+    ),
+    _r(
+        "jailbreak.pretend",
+        0.3,
+        (
+            r"\b(?:pretend|imagine|suppose|picture yourself|stell dir vor)(?:,)? (?:that )?(?:you"
+            r" are|you're|you were|to be|yourself|du bist|du wärst|dass du)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.no_refusal",
+        0.5,
+        (
+            r"\b(?:never|don't|do not|dont|cannot|can't|must not|will not|won't|shall not|are not"
+            r" allowed to|not allowed to) (?:ever )?(?:refuse|decline|reject a request|say no|say"
+            r" (?:that )?you can't|say (?:that )?you cannot)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.no_warnings",
+        0.3,
+        (
+            r"\b(?:without|no|never (?:add|include|give)) (?:any )?(?:warnings?|disclaimers?"
+            r"|moral(?:izing)? lectures?|caveats)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.answer_anything",
+        0.6,
+        (
+            r"\b(?:answer|respond to|reply to|comply with|fulfil|fulfill|generate)(?: {WORD})"
+            r"{0,3}? (?:any|every|all) (?:{WORD} )?(?:questions?|requests?|prompts?|instructions"
+            r"|content|things?) (?:without|regardless|no matter|even if|even when|including)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.hypothetical",
+        0.3,
+        (
+            r"\b(?:hypothetical|theoretical|fictional|imaginary|alternate) (?:world|scenario"
+            r"|universe|setting|reality)(?: {WORD}){0,3}? (?:where|in which) (?:you|there (?:are"
+            r"|is) no)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.policy",
+        0.4,
+        (
+            r"\b(?:openai|anthropic)(?:'s|s)? (?:content |usage |safety )?(?:polic(?:y|ies)"
+            r"|guidelines|rules|filters)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.forked_version",
+        0.4,
+        (
+            r"\b(?:a |an )?(?:forked|modified|hacked|unlocked|jailbroken) version of (?:chatgpt"
+            r"|gpt|yourself|you|the ai|claude)\b"
+        ),
+    ),
+)
+
+_PROMPT_LEAK = (
+    _r(
+        "prompt_leak.reveal_system_prompt",
+        1.0,
+        (
+            r"\b(?:reveal|show|print|display|output|repeat|recite|tell|give|share|leak|expose|dump"
+            r"|disclose|spell out|write out|write down|type out|paste|copy|list|provide|return"
+            r"|echo|read out|translate|summari[sz]e|what (?:is|are|was|were)|what's)(?: me| us)"
+            r"?(?: {WORD}){0,2}? (?:your|the|this|its|our) (?:(?:full|entire|complete|whole|exact"
+            r"|original|initial|hidden|secret|internal|current|first|verbatim|raw|actual|real) )"
+            r"{0,2}(?:system prompt|system message|system instructions|initial prompt|initial"
+            r" instructions|original prompt|original instructions|hidden prompt|hidden"
+            r" instructions|secret instructions|prompt texts?|pre-?prompt|meta-?prompt|developer"
+            r" message|developer instructions)\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.reveal_instructions",
+        0.7,
+        (
+            r"\b(?:reveal|show|print|display|output|repeat|recite|tell|give|share|leak|expose|dump"
+            r"|disclose|spell out|write out|paste|copy|list|return|echo)(?: me| us)?(?: {WORD})"
+            r"{0,3}? your (?:(?:full|entire|complete|exact|original|initial|hidden|secret|internal"
+            r"|current) )?(?:instructions|prompt|rules|guidelines|directives|programming"
+            r"|configuration)\b"
+        ),
+    ),
+    _r("prompt_leak.prompt_text", 0.4, r"\bprompt[ _-]?texts?\b|\bprompt-texte?\b"),
+    _r(
+        "prompt_leak.system_prompt_mention",
+        0.4,
+        r"\bsystem[ -]?prompts?\b|\bsystemprompts?\b|\bsystem-?anweisungen\b",
+    ),
+    _r(
+        "prompt_leak.what_were_you_told",
+        1.0,
+        (
+            r"\bwhat (?:were|are|was|is|have) (?:you|your) (?:been )?(?:told|instructed|programmed"
+            r"|initial instructions|original instructions|instructions|prompted)\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.written_above",
+        0.8,
+        (
+            r"\b(?:what|everything|all)(?: that)? (?:is|was|has been|you were) (?:written|said"
+            r"|given|typed|stated) (?:above|before this|at the (?:beginning|start|top))"
+            r"|\b(?:beginning|start|top) of (?:this|your) (?:prompt|conversation|instructions)\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.in_the_prompt",
+        0.5,
+        (
+            r"\b(?:information|text|content|instructions|everything|words) (?:in|of|from) (?:the"
+            r"|this|your) (?:system )?prompt\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.repeat_above",
+        0.6,
+        (
+            r"\b(?:repeat|print|output|show|copy|echo|return|display)(?: {WORD}){0,2}? (?:all |the"
+            r" |every |each )?(?:text|words|sentences|lines|everything|content|instructions"
+            r"|messages?)(?: {WORD}){0,2}? (?:above|before this|preceding|prior to this|verbatim)"
+            r"\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.text_before",
+        0.4,
+        (
+            r"\b(?:\d{1,3}|one|two|three|first|last|previous) (?:sentences?|lines|words|paragraphs"
+            r"|characters) (?:before|above|preceding|prior to) (?:the|this|your|my)\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.de_reveal",
+        1.0,
+        (
+            r"\b(?:zeige|zeig|zeigen sie|gib|geben sie|nenne|nennen sie|wiederhole|wiederholen sie"
+            r"|verrate|verraten sie|drucke|drucken sie)(?: mir| uns)?(?: {WORD}){0,2}? (?:deine"
+            r"|ihre|deinen|ihren|den|die|dein|ihr)(?: {WORD})? (?:system-?prompt|systemanweisungen"
+            r"|prompt-texte?|prompt|anweisungen|instruktionen|ursprünglichen anweisungen)\b"
+        ),
+    ),
+    _r(
+        "prompt_leak.de_written_above",
+        0.8,
+        (
+            r"\bwas (?:steht|stand|wurde) (?:am anfang|zu beginn|oben|davor)\b|\b(?:anfang|beginn)"
+            r" (?:dieses|des|deines) (?:prompts|textes)\b"
+        ),
+    ),
+)
+
+_MARKUP = (
+    _r(
+        "markup.chat_token",
+        1.0,
+        (
+            r"<\|(?:im_start|im_end|im_sep|system|user|assistant|end|endoftext|eot_id|eom_id"
+            r"|start_header_id|end_header_id|begin_of_text|end_of_text|start_of_turn|end_of_turn"
+            r"|fim_prefix|fim_suffix|fim_middle|tool|ipython|channel|message|start|return|call)\|>"
+            r"|<(?:start|end)_of_turn>"
+        ),
+    ),
+    _r("markup.llama_tags", 1.0, r"<</?sys>>|\[/?inst\]"),
+    _r("markup.end_of_sequence", 0.3, r"</s>"),
+    _r(
+        "markup.system_header",
+        0.7,
+        (
+            r"#{2,6} ?(?:system|system prompt|system message|new instructions?|admin|developer)(?:"
+            r" message| prompt| note| instructions?)? ?:"
+        ),
+    ),
+    _r(
+        "markup.template_header",
+        0.4,
+        r"#{2,6} ?(?:instruction|instructions|response|input|human|assistant|user) ?:",
+    ),
+    _r(
+        "markup.system_boundary",
+        0.8,
+        (
+            r"\b(?:begin|start|end|beginning|ending)(?: of)?(?: the)? (?:new |updated |real |true "
+            r"|actual )?(?:system|hidden|secret|admin|developer|root) (?:prompt|message"
+            r"|instructions?|override|command)s?\b"
+        ),
+    ),
+    _r(
+        "markup.override_mode",
+        0.7,
+        (
+            r"\b(?:system|admin|administrator|root|sudo|security) (?:override|bypass|unlock|access"
+            r" granted)\b|\b(?:admin|sudo|root|god) mode (?:enabled|activated|on)\b"
+        ),
+    ),
+    _r(
+        "markup.bracket_system",
+        0.6,
+        (
+            r"\[(?:system|admin|administrator|developer|sys|system message|system note|system"
+            r" prompt|instructions?|override)\]\(?|\((?:system|admin|developer) (?:message|note"
+            r"|prompt)\)|\{(?:system|admin)(?: message| prompt)?\}"
+        ),
+        veto=r"\]\($",
+    ),
+    _r(
+        "markup.system_note",
+        0.5,
+        (
+            r"\b(?:system|admin|administrator|developer) (?:message|note|notice|alert"
+            r"|instructions?|prompt|command) ?:"
+        ),
+    ),
+    _r(
+        "markup.fake_compliance",
+        0.5,
+        (
+            r"\b(?:assistant|ai|chatgpt|gpt|bot|claude|llm) ?: ?(?:sure|certainly|of course"
+            r"|absolutely|okay|ok|yes|understood|here is|here's|i will|i'll|as requested|no"
+            r" problem)\b"
+        ),
+    ),
+    _r(
+        "markup.fake_turns",
+        0.4,
+        (
+            r"\b(?:human|user|assistant|system) ?: (?:[^ ]{1,12} ){0,5}?(?:human|user|assistant"
+            r"|system) ?:"
+        ),
+    ),
+    _r("markup.newline_flood", 1.0, r"(?:\\ ?n ?){8,16}"),
+    _r("markup.escaped_newlines", 0.4, r"(?:\\ ?n ?){4,7}"),
+    _r("markup.pwned", 0.7, r"\bpwn(?:ed|3d)\b"),
+    _r(
+        "markup.few_shot_spoof",
+        0.3,
+        (
+            r"\b(?:input|eingabe) ?: ?(?:[^ ]{1,12} ){1,2}?(?:output|ausgabe) ?: ?(?:[^ ]{1,12} )"
+            r"{1,2}?(?:input|eingabe) ?:"
+        ),
+    ),
+    _r(
+        "markup.end_of_input",
+        0.4,
+        (
+            r"\bend of (?:the )?(?:user |customer )?(?:input|prompt|query|document|email|text"
+            r"|context|data|article|conversation)\b"
+        ),
+    ),
+)
+
+
+def _b64_fragments(word: str) -> list[str]:
+    """The base64 characters that ``word`` determines whatever bytes surround it.
+
+    Base64 maps 3 bytes to 4 characters, so a word encodes differently at each of the 3 byte
+    offsets; the characters computed from its bytes alone are fixed for each offset. Matching
+    them (case-folded, like the normalized view) finds the word inside any base64 blob.
+    """
+    data = word.encode()
+    fragments = []
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data + b"\0\0").decode()
+        first = -(-offset * 8 // 6)  # first character whose bits all come from ``word``
+        last = (offset + len(data)) * 8 // 6  # one past the last such character
+        fragments.append(encoded[first:last].lower())
+    return fragments
+
+
+def _encoded(words: Iterable[str]) -> tuple[str, str, str]:
+    """Alternations matching ``words`` in base64, hex and rot13 (in three capitalizations)."""
+    b64: list[str] = []
+    hexes: list[str] = []
+    rot: list[str] = []
+    for word in words:
+        for variant in (word, word.capitalize(), word.upper()):
+            b64 += _b64_fragments(variant)
+            # "\x69\x67", "69 67", "0x69,0x67" and "69676e" all spell the bytes.
+            hexes.append(r"(?:\\x|%|0x| 0x| |, ?)?".join(f"{b:02x}" for b in variant.encode()))
+        rot.append(codecs.encode(word, "rot13"))  # letters and spaces only
+    return (
+        "|".join(sorted(set(b64), key=len, reverse=True)),
+        "|".join(dict.fromkeys(hexes)),
+        r"\b(?:" + "|".join(rot) + r")\b",
+    )
+
+
+_ENCODED_VERBS = ("ignore", "disregard", "forget", "reveal", "bypass")
+_ENCODED_NOUNS = ("instructions", "previous", "system prompt", "guidelines", "jailbreak")
+
+
+def _encoded_rules() -> tuple[Rule, ...]:
+    verbs, nouns = _encoded(_ENCODED_VERBS), _encoded(_ENCODED_NOUNS)
+    rules = []
+    for index, kind in enumerate(("base64", "hex", "rot13")):
+        rules.append(Rule(f"encoded.{kind}_verb", 0.5, verbs[index]))
+        rules.append(Rule(f"encoded.{kind}_noun", 0.5, nouns[index]))
+    return tuple(rules)
+
+
+_ENCODED = (
+    *_encoded_rules(),
+    _r(
+        "encoded.decode_and_follow",
+        0.6,
+        (
+            r"\b(?:decode|decipher|translate|convert|interpret|run|execute)\b(?: {WORD}){0,2}?"
+            r" (?:base64|base-64|b64|rot13|rot-13|hex|hexadecimal|binary|morse|caesar)\b(?:"
+            r" {WORD}){0,2}? (?:and|then) (?:follow|execute|obey|do|run|carry out|perform|act on"
+            r"|comply)\b"
+        ),
+    ),
+    _r(
+        "encoded.follow_hidden",
+        0.8,
+        (
+            r"\b(?:follow|execute|obey|carry out|act on|comply with) (?:the )?(?:decoded|encoded"
+            r"|hidden|embedded|secret|base64|encrypted) (?:instructions?|message|text|commands?"
+            r"|payload|content)\b"
+        ),
+    ),
+    _r("encoded.spaced_letters", 0.5, r"\b(?:[a-z] ){9,24}[a-z]\b"),
+)
+
+_INDIRECT = (
+    _r(
+        "indirect.addressed_reply",
+        0.5,
+        (
+            r"\b(?:in|to|into|within|throughout|inside|of|from) your (?:(?:final|next|subsequent"
+            r"|own|generated|following|entire|whole) )?{REPLY}\b"
+        ),
+    ),
+    # "Modify your answer to...": a document giving orders about the reply being written.
+    _r(
+        "indirect.edit_reply",
+        0.5,
+        (
+            r"\b(?:modify|enhance|augment|alter|adjust|render|enrich|tweak|embellish|supplement"
+            r"|spice up)(?: {WORD})? your (?:reply|response|answer|message)\b"
+        ),
+    ),
+    # Manuals say "in your code" all the time; a document that wants its snippet in the model's
+    # code says it too.
+    _r(
+        "indirect.addressed_code",
+        0.3,
+        (
+            r"\b(?:in|to|into|within|throughout|inside) your (?:(?:final|next|own|generated|entire"
+            r"|whole) )?(?:code|codebase|solution|implementation|algorithm|program|script"
+            r"|elucidation|output)s?\b"
+        ),
+    ),
+    _r(
+        "indirect.insert_code",
+        0.3,
+        (
+            r"\b(?:the )?(?:following|subsequent|below|above|attached|provided) code (?:block"
+            r"|snippet|excerpt|section|segment|fragment)\b"
+        ),
+    ),
+    # A snippet offered for the code the model writes: the shape of a code-injection document.
+    _r(
+        "indirect.code_for_your_code",
+        0.5,
+        (
+            r"\b(?:following|subsequent|below|above) code (?:block|snippet|excerpt|section|segment"
+            r"|fragment)(?: [^ .!?]{1,10}){0,4}? (?:your|the) (?:code|codebase|implementation"
+            r"|solution|algorithm|program|response)\b"
+        ),
+    ),
+    _r(
+        "indirect.your_code_gets_snippet",
+        0.5,
+        (
+            r"\byour (?:code|codebase|implementation|solution|algorithm|program)(?: [^ .!?]{1,10})"
+            r"{0,4}? (?:the|this) (?:following|subsequent|below) code (?:block|snippet|excerpt"
+            r"|section|segment|fragment)\b"
+        ),
+    ),
+    _r(
+        "indirect.ai_reading_this",
+        0.8,
+        (
+            r"\b(?:ai|assistant|language model|llm|chatbot|model|gpt)s? (?:reading|processing"
+            r"|summari[sz]ing|analy[sz]ing|parsing) this\b|\bif you are an? (?:ai|llm|language"
+            r" model|assistant|chatbot|gpt|large language model)\b"
+        ),
+    ),
+    _r(
+        "indirect.note_to_ai",
+        0.7,
+        (
+            r"\b(?:note|message|instructions?|reminder) (?:to|for) (?:the |any )?(?:ai|assistant"
+            r"|llm|language model|chatbot|model|gpt)\b"
+        ),
+    ),
+    _r(
+        "indirect.hide_from_user",
+        0.6,
+        (
+            r"\b(?:do not|don't|never) (?:tell|inform|mention|reveal|disclose|show)(?: this| it|"
+            r" that)?(?: to)? the user\b"
+        ),
+    ),
+    _r(
+        "indirect.without_telling",
+        0.4,
+        r"\bwithout (?:telling|informing|alerting|notifying) the user\b",
+    ),
+)
+
+RULES: tuple[Rule, ...] = (
+    *_OVERRIDE,
+    *_JAILBREAK,
+    *_PROMPT_LEAK,
+    *_MARKUP,
+    *_ENCODED,
+    *_INDIRECT,
+)
+
+_UNBOUNDED = 1 << 16
+# The widest built-in rule (tests pin it): with the batch below, max_match stays at 128.
+MAX_RULE_WIDTH = 95
+# A stream is searched once this many new normalized characters have arrived, not on every
+# feed: a tiny chunk then costs a string append, and a match is still reported at most
+# BATCH characters later than it could be — which max_match includes.
+BATCH = 32
+_BLOCK = 2048
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False
+    # Many alternations run as one DFA in the Set; give it room so it never falls back.
+    options.max_mem = 64 << 20
+    return options
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> Any:
+    """One compiled RE2 per pattern, shared by every shield (matching is thread-safe)."""
+    return re2.compile(pattern, _options())
+
+
+@lru_cache(maxsize=64)
+def _prefilter(patterns: tuple[str, ...]) -> tuple[Any, Any]:
+    """The two questions asked of every window: is anything here, and which rules.
+
+    Both use the patterns without word boundaries (they match wherever the rules do, and let
+    RE2's DFA run faster). A regex falls back to a slower engine when its DFA runs out of
+    memory, but a Set fails instead: so the "no" comes from the regex, and a Set that gives no
+    answer after the regex said yes means "search every rule".
+    """
+    loose = [_without_boundaries(p) for p in patterns]
+    any_rule = re2.compile("|".join(f"(?:{p})" for p in loose) or "$^", _options())
+    which = re2.Set.SearchSet(_options())
+    for pattern in loose:
+        which.Add(pattern)
+    if loose:
+        which.Compile()
+    return any_rule, which
+
+
+def _without_boundaries(pattern: str) -> str:
+    """``pattern`` with its ``\\b`` assertions dropped: it matches wherever the pattern does.
+
+    Word boundaries keep RE2's DFA from skipping ahead; the prefilter does without them.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        pair = pattern[i : i + 2]
+        if pair == "\\b":
+            i += 2
+            continue
+        step = 2 if pattern[i] == "\\" else 1
+        out.append(pattern[i : i + step])
+        i += step
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def _width(pattern: str) -> int:
+    """The longest normalized text ``pattern`` can match (its rules are all bounded)."""
+    _, high = sre_parse.parse(pattern).getwidth()
+    if high >= _UNBOUNDED:
+        raise ValueError(f"pattern has unbounded width: {pattern!r}")
+    return int(high)
+
+
+# ---------------------------------------------------------------------------------------------
+# The policy spec.
+# ---------------------------------------------------------------------------------------------
+
+_RULE_IDS = frozenset(r.id for r in RULES)
+_NAMES = frozenset(CATEGORIES) | _RULE_IDS
+_MAX_PHRASE = 100
+
+
+class InjectionSpec(ShieldSpecBase):
+    type: Literal["injection"] = "injection"
+    # The score (sum of matched rules' weights) at which a text is reported.
+    threshold: float = Field(default=1.0, gt=0, le=100)
+    # Which built-in rules run: "all", or a list of categories and/or rule ids.
+    rules: Literal["all"] | list[str] = "all"
+    # Weight overrides by category or rule id (a rule id wins over its category); 0 disables.
+    weights: dict[str, float] = Field(default_factory=dict)
+    # Extra literal phrases (matched on the normalized view), each weighing ``phrase_weight``.
+    phrases: list[str] = Field(default_factory=list, max_length=10_000)
+    phrase_weight: float | None = Field(default=None, ge=0, le=100)
+    # Signals add up only when they start within this many normalized characters of each
+    # other (None: anywhere in the text). A long document's stray weak cues stay apart.
+    window: int | None = Field(default=500, ge=100, le=10_000_000)
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, value: Literal["all"] | list[str]) -> Literal["all"] | list[str]:
+        if value == "all":
+            return value
+        if not value:
+            raise ValueError("`rules` needs at least one category or rule id (or `all`)")
+        for name in value:
+            if name not in _NAMES:
+                raise ValueError(
+                    f"unknown rule {name!r} (categories: {', '.join(CATEGORIES)}; "
+                    "or a rule id such as 'override.ignore_previous')"
+                )
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _known_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, weight in value.items():
+            if name not in _NAMES:
+                raise ValueError(
+                    f"unknown rule {name!r} (categories: {', '.join(CATEGORIES)}; "
+                    "or a rule id such as 'override.ignore_previous')"
+                )
+            if not 0 <= weight <= 100:
+                raise ValueError(f"{name}: weight {weight} is not between 0 and 100")
+        return value
+
+    @field_validator("phrases")
+    @classmethod
+    def _valid_phrases(cls, value: list[str]) -> list[str]:
+        for i, phrase in enumerate(value):
+            key = normalize(phrase)[0].strip()
+            if not key:
+                raise ValueError(f"phrases[{i}]: {phrase!r} is empty after normalization")
+            if len(key) > _MAX_PHRASE:
+                raise ValueError(
+                    f"phrases[{i}]: longer than {_MAX_PHRASE} characters after normalization "
+                    "(the stream hold-back must cover the longest match)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _block_only(self) -> InjectionSpec:
+        if self.action != "block":
+            # A score has no single span to cut out: removing one phrase of an injection leaves
+            # the rest of it in place.
+            raise ValueError("action: the injection shield only supports `block`")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# The shield and its scanner.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Active:
+    """A rule as configured: compiled, weighted."""
+
+    id: str
+    weight: float
+    regex: Any
+    veto: Any
+
+
+class InjectionShield(Shield):
+    type_name = "injection"
+
+    def __init__(self, spec: InjectionSpec) -> None:
+        super().__init__(spec)
+        self.threshold = spec.threshold
+        self.window = spec.window
+        selected = (
+            RULES
+            if spec.rules == "all"
+            else [r for r in RULES if r.category in spec.rules or r.id in spec.rules]
+        )
+        patterns: list[tuple[str, float, str, str | None, int]] = []
+        for rule in selected:
+            weight = spec.weights.get(rule.id, spec.weights.get(rule.category, rule.weight))
+            if weight > 0:
+                pattern = _folded(rule.pattern)
+                patterns.append((rule.id, weight, pattern, rule.veto, _width(pattern)))
+        phrase_weight = spec.threshold if spec.phrase_weight is None else spec.phrase_weight
+        if phrase_weight > 0:
+            for i, phrase in enumerate(spec.phrases):
+                key = normalize(phrase)[0].strip()
+                patterns.append(
+                    (f"custom.phrase[{i}]", phrase_weight, re2.escape(key), None, len(key))
+                )
+        self._rules = [
+            _Active(rule_id, weight, _compiled(pattern), None if veto is None else _compiled(veto))
+            for rule_id, weight, pattern, veto, _ in patterns
+        ]
+        self._any, self._set = _prefilter(tuple(p[2] for p in patterns))
+        # A match is final once the text one character past its widest extent (a word
+        # boundary looks there) has been seen; a batched stream sees it up to BATCH later.
+        self._final_after = max((p[4] for p in patterns), default=1) + 1
+        self._max_match = self._final_after + BATCH
+
+    @property
+    def max_match(self) -> int:
+        return self._max_match
+
+    def applies_to(self, role: Role | None) -> bool:
+        if role is None:
+            return True
+        roles = self.spec.roles
+        return role in (DEFAULT_ROLES if roles is None else roles)
+
+    def scanner(self) -> Scanner:
+        return _InjectionScanner(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Signal:
+    start: int  # normalized offsets: the window, and which signals overlap
+    end: int
+    weight: float
+    orig_start: int
+    orig_end: int
+
+
+class _InjectionScanner(Scanner):
+    __slots__ = (
+        "_buf",
+        "_buf_start",
+        "_decided",
+        "_done",
+        "_next",
+        "_scanned",
+        "_shield",
+        "_signals",
+    )
+
+    def __init__(self, shield: InjectionShield) -> None:
+        self._shield = shield
+        # Normalized text from one character before ``_decided`` (left context for \b).
+        self._buf = ""
+        self._buf_start = 0
+        # Every match starting before this offset has been counted.
+        self._decided = 0
+        # Length of the text at the last search (batching).
+        self._scanned = 0
+        # Per rule: where its next match may start (its matches never overlap each other).
+        self._next = [0] * len(shield._rules)
+        self._signals: dict[str, _Signal] = {}  # by rule id
+        self._done = False
+
+    def feed(self, chunk: Chunk) -> list[Finding]:
+        if self._done or not chunk.norm:
+            return []
+        self._buf += chunk.norm
+        if self._buf_start + len(self._buf) - self._scanned < BATCH:
+            return []
+        return self._scan(chunk.normalizer, final=False)
+
+    def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        if self._done:
+            return []
+        return self._scan(normalizer, final=True)
+
+    def _scan(self, normalizer: StreamNormalizer, *, final: bool) -> list[Finding]:
+        shield = self._shield
+        buf, base = self._buf, self._buf_start
+        end = self._scanned = base + len(buf)
+        # Matches starting before ``stop`` can no longer change: all the text their rules
+        # could look at has been seen.
+        stop = end if final else end - shield._final_after + 1
+        decided = self._decided
+        found: list[tuple[int, int, int]] = []  # (start, rule index, end)
+        # Long texts go in blocks, so that a rule the prefilter flags is searched near where
+        # it matched rather than over the whole text.
+        for block in range(decided, stop, _BLOCK):
+            self._search(block, min(block + _BLOCK, stop), found)
+        # Counted in (start, rule) order, so streams and whole texts add up the same way.
+        for start, index, match_end in sorted(found):
+            finding = self._count(shield._rules[index], start, match_end, normalizer)
+            if finding is not None:
+                self._done = True
+                self._buf = ""
+                return [finding]
+        self._decided = max(decided, stop)
+        keep_from = max(base, self._decided - 1)
+        self._buf = buf[keep_from - base :]
+        self._buf_start = keep_from
+        return []
+
+    def _search(self, first: int, last: int, found: list[tuple[int, int, int]]) -> None:
+        """Finds the matches that start in [first, last) (global normalized offsets)."""
+        shield = self._shield
+        base = self._buf_start
+        # One character of left context (\b), and enough right context to complete a match.
+        lo = max(first - 1, base)
+        region = self._buf[lo - base : last - base + shield._final_after]
+        if not shield._rules or shield._any.search(region) is None:
+            return
+        for index in shield._set.Match(region) or range(len(shield._rules)):
+            rule = shield._rules[index]
+            for match in rule.regex.finditer(region, max(first, self._next[index]) - lo):
+                start = lo + match.start()
+                if start >= last:
+                    break
+                self._next[index] = lo + match.end()
+                if rule.veto is None or rule.veto.search(match.group()) is None:
+                    found.append((start, index, lo + match.end()))
+
+    def _count(
+        self, rule: _Active, start: int, end: int, normalizer: StreamNormalizer
+    ) -> Finding | None:
+        shield = self._shield
+        signals = self._signals
+        if shield.window is not None:
+            while signals and next(iter(signals.values())).start < start - shield.window:
+                del signals[next(iter(signals))]
+        # A rule counts once: its latest match stands for it (and keeps the state bounded by
+        # the number of rules, however often a text repeats a phrase). Matches come in order
+        # of start, so the dict stays in that order.
+        signals.pop(rule.id, None)
+        orig_start, orig_end = normalizer.orig_span(start, end)
+        signals[rule.id] = _Signal(start, end, rule.weight, orig_start, orig_end)
+        # Rounding: 0.3 + 0.7 must reach 1.0.
+        if _score(signals.values()) < shield.threshold - 1e-9:
+            return None
+        best = max(reversed(signals.values()), key=lambda s: s.weight)
+        return shield.finding(rule.id, best.orig_start, best.orig_end)
+
+
+def _score(signals: Iterable[_Signal]) -> float:
+    """Distinct pieces of evidence, added up (one signal per rule, in order of start).
+
+    Overlapping matches are one piece of evidence worth the heaviest of them: "ignore all
+    previous instructions" matches several override rules, and one phrase must not weigh as
+    much as several independent cues.
+    """
+    total = 0.0
+    group_end, group_weight = -1, 0.0
+    for signal in signals:
+        if signal.start < group_end:
+            group_end = max(group_end, signal.end)
+            group_weight = max(group_weight, signal.weight)
+        else:
+            total += group_weight
+            group_end, group_weight = signal.end, signal.weight
+    return total + group_weight
+
+
+register(InjectionSpec, InjectionShield)

@@ -1,0 +1,693 @@
+"""``secrets``: credentials in text — API keys, tokens, private keys, password assignments.
+
+The rules are data (``RULES``): an id, a description, a *prefix* that every match starts with, a
+body, and optionally a validator, a "not followed by" character class and a *tail*. A policy
+selects rules by id. All selected rules become one RE2 alternation (each rule one capture group,
+so the rule that matched is the group that took part), and their prefixes a second, smaller
+alternation of *triggers*: text without a trigger is skipped at the speed of RE2's DFA, and a
+stream only re-reads the last few characters that could still be the start of a trigger.
+
+Secrets are case-sensitive formats, so the shield matches the ORIGINAL text (``matches_raw``):
+no folding, and ``max_match`` counts original characters. Patterns are ASCII-only and RE2 is
+given bytes: every other character becomes "?" (one byte for one character, done in C by the
+ASCII codec), which keeps offsets exact without any mapping and ends any token it touches.
+
+Long secrets (a PEM block is thousands of characters, a JWT often a thousand) cannot be one
+match: a stream would have to hold back the whole thing before releasing anything. Such a rule
+has a *tail*: the match reports the identifying head (a PEM's BEGIN line and the start of its
+body; a JWT's header, checked to be JSON with "alg", and the start of its payload), then each
+further piece of the same secret (a line of the PEM body, 64 characters of the JWT) is reported
+as its own finding, with the same label. The pieces are contiguous, so redaction merges them
+into one placeholder over the whole secret, in whole texts and in streams alike, while
+``max_match`` stays bounded.
+
+Streams and whole texts give the same findings: a decision about a position is only taken once
+``max_match`` characters from it have been seen (or the text has ended), and until then the
+scanner keeps the undecided tail (about ``max_match`` characters) and does nothing. A match is
+therefore reported exactly when the text reaches ``max_match`` characters past its start: never
+later than the stream guard's hold-back allows, and at the same point in any chunking.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from shields.base import Chunk, Finding, Scanner, Shield
+from shields.builtin.regex import compile_pattern, pattern_width
+from shields.normalize import StreamNormalizer
+from shields.registry import register
+from shields.spec import ShieldSpecBase
+
+__all__ = ["RULES", "Rule", "SecretsShield", "SecretsSpec", "shannon_entropy"]
+
+
+# -- validators ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The options that tune the generic assignment rule."""
+
+    min_entropy: float
+    min_entropy_hex: float
+    min_length: int
+
+
+Validator = Callable[[str, Thresholds], bool]
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of ``text`` under its own character frequencies."""
+    if not text:
+        return 0.0
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
+
+
+# The validators below use Python's `re`: they only ever see one matched secret (at most a few
+# hundred characters) and have no nested repetition that could backtrack, so their cost is
+# bounded per match, unlike a policy pattern run over a whole text.
+
+# Words that mark a documented example or a template rather than a credential.
+_PLACEHOLDER_WORDS = re.compile(
+    r"example|xxxx|\*\*\*|\.\.\.|your|change|placeholder|redacted|dummy|sample|insert|replace",
+    re.IGNORECASE,
+)
+_REPEATED = re.compile(r"(.)\1{5}")  # "aaaaaa", "000000": typed by hand, not generated
+# A real generated token almost never holds six consecutive ascending characters.
+_ASCENDING = re.compile(
+    r"012345|123456|234567|345678|456789|abcdef|bcdefg|cdefgh|ABCDEF|BCDEFG|CDEFGH", re.IGNORECASE
+)
+
+
+def _random_looking(body: str, min_bits: float) -> bool:
+    """``body`` looks machine-generated: varied characters, no template markers."""
+    return (
+        shannon_entropy(body) >= min_bits
+        and _PLACEHOLDER_WORDS.search(body) is None
+        and _REPEATED.search(body) is None
+        and _ASCENDING.search(body) is None
+    )
+
+
+def _token(prefix_chars: int, min_bits: float, *, digit: bool = False) -> Validator:
+    """A token with a fixed-length prefix whose remaining characters must look random."""
+
+    def check(secret: str, _: Thresholds) -> bool:
+        body = secret[prefix_chars:]
+        if digit and not any(c.isdigit() for c in body):
+            return False
+        return _random_looking(body, min_bits)
+
+    return check
+
+
+_OPENAI_PREFIX = re.compile(r"sk-(?:(?:proj|svcacct|admin)-)?")
+
+
+def _openai(secret: str, _: Thresholds) -> bool:
+    prefix = _OPENAI_PREFIX.match(secret)
+    body = secret[prefix.end() if prefix else 3 :]
+    # "sk-ant-..." is Anthropic's; a failed Anthropic match must not come back as OpenAI's.
+    if body.startswith("ant-"):
+        return False
+    # Generated keys mix all three classes; prose like "sk-learn-pipeline-..." does not.
+    classes = (
+        any(c.isupper() for c in body),
+        any(c.islower() for c in body),
+        any(c.isdigit() for c in body),
+    )
+    return all(classes) and _random_looking(body, 3.5)
+
+
+def _slack_webhook(secret: str, _: Thresholds) -> bool:
+    return _random_looking(secret.rsplit("/", 1)[-1], 3.0)
+
+
+def _jwt(secret: str, _: Thresholds) -> bool:
+    """The first segment must be base64url JSON with an "alg": a JOSE header, not noise."""
+    header = secret.split(".", 1)[0]
+    try:
+        decoded = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
+        value = json.loads(decoded)
+    except (binascii.Error, ValueError):  # ValueError covers bad UTF-8 and bad JSON
+        return False
+    return isinstance(value, dict) and isinstance(value.get("alg"), str)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Runs a name is made of: "Ed25519PrivateKey" -> Ed, 25519, Private, Key.
+_NAME_PIECE = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+|[0-9]+")
+_EMAIL = re.compile(r"[^@]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_PATH_START = ("/", "~/", "./", "../")
+_SYMBOLS = frozenset("+/@!#$%^&*~")  # not "_", "-", ".": those join words in identifiers
+# Words that make an assigned value a demo ("secret%3Dpassword"), besides the template markers.
+_DEMO_WORDS = re.compile(r"password|secret|passwd", re.IGNORECASE)
+
+
+def _is_name(value: str) -> bool:
+    """A name in code (``settings.API_TOKEN``, ``ed25519.Ed25519PrivateKey``, ``max_tokens``)
+    rather than a literal: made of a few word-like runs. Generated strings switch between
+    lower case, upper case and digits every two characters or so."""
+    if not _IDENTIFIER.fullmatch(value):
+        return False
+    pieces = _NAME_PIECE.findall(value)
+    return sum(map(len, pieces)) >= 3 * len(pieces)
+
+
+def _generic(value: str, thresholds: Thresholds) -> bool:
+    """A value assigned to ``password``/``token``/... that looks like a real secret."""
+    if len(value) < thresholds.min_length:
+        return False
+    # Hexadecimal carries at most 4 bits a character: it gets its own, lower, threshold.
+    hexadecimal = _HEX.fullmatch(value) is not None
+    limit = thresholds.min_entropy_hex if hexadecimal else thresholds.min_entropy
+    if shannon_entropy(value) < limit:
+        return False
+    if any(p.search(value) for p in (_PLACEHOLDER_WORDS, _DEMO_WORDS, _REPEATED, _ASCENDING)):
+        return False
+    classes = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+        any(c in _SYMBOLS for c in value),
+    )
+    if sum(classes) < 2 or _is_name(value):
+        return False
+    return not (value.startswith(_PATH_START) or _EMAIL.fullmatch(value))
+
+
+# -- the rules -------------------------------------------------------------------------------
+
+# A line break, raw or JSON-escaped ("\n" as two characters, as in service-account key files).
+_NL = r"(?:\r?\n|(?:\\r)?\\n)"
+_PEM_KIND = r"(?:[A-Z0-9]{1,10} ){0,2}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_HEADER_LINE = r"(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset): [^\r\n\\]{1,64}"
+# The BEGIN line, at most one blank line (PGP puts one after its headers), and the start of the
+# body or an encryption header: enough to know it is a private key.
+_PEM_HEAD = "".join(
+    [
+        _PEM_KIND,
+        r"[ \t]{0,4}",
+        _NL,
+        r"(?:[ \t]{0,8}",
+        _NL,
+        r")?[ \t]{0,8}(?:",
+        _PEM_HEADER_LINE,
+        r"|[A-Za-z0-9+/=]{32,64})",
+    ]
+)
+# The end of the previous line (trailing blanks, the break, at most one blank line) and the
+# indentation of the next; absent when a line longer than 64 characters goes on.
+_PEM_BREAK = r"(?:[ \t]{0,4}" + _NL + r"(?:[ \t]{0,8}" + _NL + r")?)?[ \t]{0,8}"
+# Then one line at a time. The piece (the group that took part) stops before the line break,
+# which must follow it: a line of prose after a truncated key is not part of the key. A line
+# longer than 64 characters comes in 64-character pieces.
+_PEM_LINE = "".join(
+    [
+        "(",
+        _PEM_BREAK,
+        "(?:",
+        _PEM_HEADER_LINE,
+        r"|[A-Za-z0-9+/=]{1,64}))[ \t]{0,4}(?:",
+        _NL,
+        r"|$)|(",
+        _PEM_BREAK,
+        r"[A-Za-z0-9+/=]{64})",
+    ]
+)
+_GENERIC_VALUE = r"A-Za-z0-9_+/.@!#$%^&*~-"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One kind of secret, declared as data.
+
+    A match is ``prefix`` + ``body`` (RE2 syntax, ASCII only). The prefix is the rule's
+    trigger: every match starts with it, so text with no prefix anywhere is never matched
+    further. The secret is the body's capture group when it has one (``password=`` is context,
+    not secret), else the whole match.
+    """
+
+    id: str
+    description: str
+    prefix: str
+    body: str
+    validator: Validator | None = None
+    # The character right after the match must not be one of these (a regex class body):
+    # RE2 has no look-ahead, and a key followed by more key characters is not that key.
+    not_followed_by: str | None = None
+    # Continuation pieces of a long secret, matched from where the previous piece ended:
+    # ``tail_end`` closes the secret (a PEM END line), ``tail`` is one more piece of it. A
+    # piece is the first capture group that took part, if the pattern has groups (what
+    # follows it is look-ahead, left for the next piece), else the whole match.
+    tail: str | None = None
+    tail_end: str | None = None
+    # A value that starts with another selected rule's prefix is left to that rule
+    # (`api_key = sk-proj-...` is an OpenAI key, reported whole by its own rule).
+    defers_to_prefixes: bool = False
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "aws_access_key_id",
+        "AWS access key id (AKIA... long-term, ASIA... temporary)",
+        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)",
+        r"[A-Z2-7]{16}\b",
+        _token(4, 2.5),
+    ),
+    Rule(
+        "aws_secret_access_key",
+        "AWS secret access key: 40 base64 characters assigned to an AWS secret key name",
+        r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)[\"']?[ \t]{0,3}"
+        r"(?::=|=>|=|:)",
+        r"[ \t]{0,3}[\"']?([A-Za-z0-9/+]{40})",
+        lambda secret, _: _random_looking(secret, 4.0),
+        not_followed_by=r"A-Za-z0-9/+=",
+    ),
+    Rule(
+        "github_token",
+        "GitHub classic token: ghp_ (personal), gho_ (OAuth), ghu_/ghs_ (app), ghr_ (refresh)",
+        r"\bgh[pousr]_",
+        r"[A-Za-z0-9]{36}\b",
+        _token(4, 3.0),
+    ),
+    Rule(
+        "github_fine_grained_token",
+        "GitHub fine-grained personal access token (github_pat_...)",
+        r"\bgithub_pat_",
+        r"[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b",
+        _token(11, 3.0),
+    ),
+    # Before the OpenAI rule: both start with "sk-" and the first listed wins a tie.
+    Rule(
+        "anthropic_api_key",
+        "Anthropic API key (sk-ant-api03-..., sk-ant-admin01-...)",
+        r"\bsk-ant-[a-z]{3,5}[0-9]{2}-",
+        r"[A-Za-z0-9_-]{80,120}",
+        lambda secret, _: _random_looking(secret.split("-", 3)[-1], 3.5),
+        not_followed_by=r"A-Za-z0-9_-",
+    ),
+    Rule(
+        "openai_api_key",
+        "OpenAI API key (sk-..., sk-proj-..., sk-svcacct-..., sk-admin-...)",
+        r"\bsk-(?:(?:proj|svcacct|admin)-)?",
+        r"[A-Za-z0-9_-]{20,64}",
+        _openai,
+        tail=r"[A-Za-z0-9_-]{1,64}",
+    ),
+    Rule(
+        "slack_token",
+        "Slack token: bot (xoxb-), user (xoxp-), app (xoxa-), refresh (xoxr-), legacy (xoxs-)",
+        r"\bxox[abposr]-",
+        r"[0-9A-Za-z-]{10,64}",
+        _token(5, 3.0, digit=True),
+        tail=r"[0-9A-Za-z-]{1,64}",
+    ),
+    Rule(
+        "slack_webhook",
+        "Slack incoming webhook URL (https://hooks.slack.com/services/T.../B.../...)",
+        r"(?:https?://)?hooks\.slack\.com/services/",
+        r"T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,32}",
+        _slack_webhook,
+        not_followed_by=r"A-Za-z0-9",
+    ),
+    Rule(
+        "google_api_key",
+        "Google API key (AIza + 35 characters)",
+        r"\bAIza",
+        r"[0-9A-Za-z_-]{35}",
+        _token(4, 3.0),
+        not_followed_by=r"0-9A-Za-z_-",
+    ),
+    # Publishable keys (pk_live_, pk_test_) are made to be embedded in web pages: not secrets.
+    # Test-mode secret keys are: they read and write the account's test data.
+    Rule(
+        "stripe_secret_key",
+        "Stripe secret or restricted key, live or test (sk_live_, rk_live_, sk_test_, rk_test_)",
+        r"\b[rs]k_(?:live|test)_",
+        r"[0-9A-Za-z]{16,64}",
+        _token(8, 3.0, digit=True),
+        tail=r"[0-9A-Za-z]{1,64}",
+    ),
+    Rule(
+        "jwt",
+        'JSON Web Token: base64url header that decodes to JSON with an "alg", then the payload',
+        r"\beyJ",
+        r"[A-Za-z0-9_-]{8,144}\.ey[A-Za-z0-9_-]{1,8}",
+        _jwt,
+        # The rest of the payload, then ".signature": a dot only when a segment follows it, so
+        # the full stop after a token in a sentence stays.
+        tail=r"\.?[A-Za-z0-9_-]{1,64}",
+    ),
+    Rule(
+        "private_key",
+        "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... PRIVATE KEY)",
+        r"-----BEGIN ",
+        _PEM_HEAD,
+        tail=_PEM_LINE,
+        tail_end=_PEM_BREAK + r"-----END " + _PEM_KIND,
+    ),
+    Rule(
+        "generic_secret",
+        "A high-entropy value assigned to password, passwd, passphrase, secret, token, api_key, "
+        "access_key, private_key or auth_key (as in code, config, env files, JSON, YAML)",
+        r"(?i:password|passwd|passphrase|secret|token|api[ _-]?key|access[_-]?key|"
+        r"private[_-]?key|auth[_-]?key)[A-Za-z0-9_-]{0,20}[\"']?[ \t]{0,3}(?::=|=>|=|:)",
+        r"[ \t]{0,3}[\"'`]?([" + _GENERIC_VALUE + r"]{1,64})",
+        _generic,
+        # `token = tokenizer.encode(text)`, `password = form["password"]`: code, not a value.
+        not_followed_by=r"(\[",
+        tail=r"[" + _GENERIC_VALUE + r"]{1,64}",
+        defers_to_prefixes=True,
+    ),
+)
+
+RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
+_BY_ID = {rule.id: rule for rule in RULES}
+
+
+def _width(pattern: str) -> int:
+    width = pattern_width(pattern)
+    if width is None:  # every built-in pattern is bounded: that is what bounds max_match
+        raise AssertionError(f"unbounded secrets pattern: {pattern!r}")
+    return width
+
+
+# -- the spec --------------------------------------------------------------------------------
+
+
+class SecretsSpec(ShieldSpecBase):
+    type: Literal["secrets"] = "secrets"
+    # "all", or the ids of the rules to run.
+    rules: Literal["all"] | list[str] = "all"
+    placeholder: str = Field(default="[SECRET]", max_length=200)
+    # Rule id -> placeholder, overriding `placeholder` for that rule.
+    placeholders: dict[str, str] = Field(default_factory=dict)
+    # generic_secret only: bits per character a value needs, and its minimum length.
+    min_entropy: float = Field(default=3.5, ge=0.0, le=8.0)
+    min_entropy_hex: float = Field(default=3.0, ge=0.0, le=4.0)
+    min_length: int = Field(default=8, ge=1, le=64)
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _rules_shape(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "all":
+            raise ValueError(f"`rules` is `all` or a list of rule ids, not {value!r}")
+        if not isinstance(value, str | list):
+            raise ValueError("`rules` is `all` or a list of rule ids")
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, value: Literal["all"] | list[str]) -> Literal["all"] | list[str]:
+        if value == "all":
+            return value
+        if not value:
+            raise ValueError("`rules` is empty: list at least one rule id, or use `all`")
+        for i, rule_id in enumerate(value):
+            if rule_id == "all":
+                raise ValueError(f"rules[{i}]: to select every rule write `rules: all`, not a list")
+            if rule_id not in _BY_ID:
+                raise ValueError(
+                    f"rules[{i}]: unknown rule {rule_id!r} (known rules: {', '.join(RULE_IDS)})"
+                )
+            if rule_id in value[:i]:
+                raise ValueError(f"rules[{i}]: rule {rule_id!r} is listed twice")
+        return value
+
+    @field_validator("placeholders")
+    @classmethod
+    def _placeholder_lengths(cls, value: dict[str, str]) -> dict[str, str]:
+        for rule_id, text in value.items():
+            if len(text) > 200:
+                raise ValueError(f"placeholders.{rule_id}: longer than 200 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _placeholders_name_selected_rules(self) -> SecretsSpec:
+        selected = self.selected()
+        for rule_id in self.placeholders:
+            if rule_id not in _BY_ID:
+                raise ValueError(
+                    f"placeholders: unknown rule {rule_id!r} (known rules: {', '.join(RULE_IDS)})"
+                )
+            if rule_id not in selected:
+                raise ValueError(f"placeholders: rule {rule_id!r} is not in `rules`")
+        return self
+
+    def selected(self) -> tuple[str, ...]:
+        return RULE_IDS if self.rules == "all" else tuple(self.rules)
+
+
+# -- the shield ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """A selected rule, ready to run."""
+
+    rule: Rule
+    group: int  # the rule's wrapping group in the combined pattern
+    secret_group: int | None  # its secret's group, when the body has one
+    placeholder: str
+    not_followed_by: frozenset[int]  # bytes
+    tail: Any  # compiled RE2, or None
+    tail_end: Any
+    tail_reach: int  # characters from a piece's start needed to decide it (look-ahead included)
+
+
+def _class_bytes(char_class: str) -> frozenset[int]:
+    pattern = re.compile(f"[{char_class}]")
+    return frozenset(b for b in range(128) if pattern.fullmatch(chr(b)))
+
+
+class SecretsShield(Shield):
+    type_name = "secrets"
+
+    def __init__(self, spec: SecretsSpec) -> None:
+        super().__init__(spec)
+        self.matches_raw = True  # key formats are case-sensitive: never fold them
+        self._thresholds = Thresholds(spec.min_entropy, spec.min_entropy_hex, spec.min_length)
+        rules = [_BY_ID[rule_id] for rule_id in spec.selected()]
+        # The table order, whatever the order in the policy: it decides ties between rules
+        # that match at the same place (Anthropic's "sk-ant-" before OpenAI's "sk-").
+        rules.sort(key=RULES.index)
+        parts, compiled, group = [], [], 1
+        main_width = 0
+        for rule in rules:
+            pattern = rule.prefix + rule.body
+            inner = compile_pattern(pattern, case_sensitive=True).groups
+            if inner > 1:
+                raise AssertionError(f"rule {rule.id}: at most one capture group")
+            parts.append(f"({pattern})")
+            main_width = max(main_width, _width(pattern))
+            tail_reach = 0
+            if rule.tail is not None:
+                tail_reach = max(_width(p) for p in (rule.tail, rule.tail_end) if p) + 1
+            compiled.append(
+                _Compiled(
+                    rule=rule,
+                    group=group,
+                    secret_group=group + 1 if inner else None,
+                    placeholder=spec.placeholders.get(rule.id, spec.placeholder),
+                    not_followed_by=_class_bytes(rule.not_followed_by)
+                    if rule.not_followed_by
+                    else frozenset(),
+                    tail=compile_pattern(rule.tail, case_sensitive=True) if rule.tail else None,
+                    tail_end=compile_pattern(rule.tail_end, case_sensitive=True)
+                    if rule.tail_end
+                    else None,
+                    tail_reach=tail_reach,
+                )
+            )
+            group += 1 + inner
+        self._rules = compiled
+        self._regex = compile_pattern("|".join(parts), case_sensitive=True)
+        prefixes = [rule.prefix for rule in rules]
+        self._triggers = compile_pattern(
+            "|".join(f"(?:{p})" for p in prefixes), case_sensitive=True
+        )
+        self._trigger_width = max(_width(p) for p in prefixes)
+        # Every decision about a position needs at most the longest match after it plus one
+        # character (a `\b`, a "not followed by" check, the end of a greedy run).
+        self._max_match = max([main_width, *(c.tail_reach for c in compiled)]) + 1
+        deferring = [r for r in rules if r.defers_to_prefixes]
+        others = [r.prefix for r in rules if not r.defers_to_prefixes]
+        self._defer_to = (
+            compile_pattern("|".join(f"(?:{p})" for p in others), case_sensitive=True)
+            if deferring and others
+            else None
+        )
+
+    @property
+    def max_match(self) -> int:
+        return self._max_match
+
+    def scanner(self) -> Scanner:
+        return _SecretsScanner(self)
+
+
+def _piece_span(match: Any) -> tuple[int, int]:
+    for group in range(1, match.re.groups + 1):
+        if match.start(group) != -1:
+            return match.span(group)  # type: ignore[no-any-return]
+    return match.span()  # type: ignore[no-any-return]
+
+
+class _SecretsScanner(Scanner):
+    """Finds the selected rules in one text, deciding each position once it is certain.
+
+    ``_buf`` holds the ASCII view of the text from offset ``_off``; ``_pos`` is the first
+    position not yet decided; ``_tail`` is the rule whose continuation pieces are being read
+    from ``_pos`` on, if any. Nothing is done until the text reaches ``max_match`` characters
+    past ``_pos``, so a stream fed a character at a time costs an append per character.
+    """
+
+    __slots__ = ("_buf", "_end", "_off", "_pending", "_pos", "_shield", "_tail")
+
+    def __init__(self, shield: SecretsShield) -> None:
+        self._shield = shield
+        self._buf = b""
+        self._off = 0
+        self._end = 0  # characters fed so far
+        self._pending: list[str] = []  # fed but not yet in _buf
+        self._pos = 0
+        self._tail: _Compiled | None = None
+
+    def feed(self, chunk: Chunk) -> list[Finding]:
+        raw = chunk.raw
+        if not raw:
+            return []
+        self._pending.append(raw)
+        self._end += len(raw)
+        need = self._tail.tail_reach if self._tail else self._shield._max_match
+        if self._end - self._pos < need:
+            return []  # no decision can be taken yet: the cheap path of a stream
+        return self._scan(final=False)
+
+    def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        return self._scan(final=True)
+
+    def _scan(self, *, final: bool) -> list[Finding]:
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._buf += text.encode("ascii", "replace")
+        found = self._decide(final)
+        # Keep one character before the first undecided position: `\b` looks back at it.
+        keep_from = max(self._off, self._pos - 1)
+        if keep_from > self._off:
+            self._buf = self._buf[keep_from - self._off :]
+            self._off = keep_from
+        return found
+
+    def _decide(self, final: bool) -> list[Finding]:
+        shield = self._shield
+        buf, off, end = self._buf, self._off, self._end
+        window = shield._max_match
+        found: list[Finding] = []
+        while True:
+            pos = self._pos
+            tail = self._tail
+            if tail is not None:
+                if not final and end - pos < tail.tail_reach:
+                    break
+                piece = tail.tail_end.match(buf, pos - off) if tail.tail_end else None
+                if piece is not None:
+                    self._tail = None
+                else:
+                    piece = tail.tail.match(buf, pos - off)
+                    if piece is None:
+                        self._tail = None
+                        continue
+                start, stop = _piece_span(piece)
+                if stop <= pos - off:  # an empty piece would never move on
+                    self._tail = None
+                    continue
+                found.append(self._finding(tail, off + start, off + stop))
+                self._pos = off + stop
+                continue
+            trigger = shield._triggers.search(buf, pos - off)
+            if trigger is None:
+                # A trigger that starts in the last few characters may still be completed.
+                self._pos = end if final else max(pos, end - shield._trigger_width + 1)
+                break
+            first = off + trigger.start()
+            if not final and end - first < window:
+                self._pos = first
+                break
+            match = shield._regex.search(buf, first - off)
+            if match is None or (not final and end - (off + match.start()) < window):
+                # Positions up to end - window are decided: no match starts there.
+                self._pos = end if final else max(first, end - window + 1)
+                break
+            self._pos = self._take(match, found)
+        return found
+
+    def _take(self, match: Any, found: list[Finding]) -> int:
+        """Reports ``match`` if its rule accepts it; returns where the search resumes."""
+        shield = self._shield
+        off = self._off
+        for rule in shield._rules:
+            if match.start(rule.group) != -1:
+                break
+        else:  # pragma: no cover - the combined pattern only matches through a rule's group
+            raise AssertionError("match without a rule")
+        start: int = off + match.start()
+        secret_group = rule.secret_group if rule.secret_group is not None else rule.group
+        secret_start: int
+        secret_end: int
+        secret_start, secret_end = match.span(secret_group)
+        buf = self._buf
+        if (
+            rule.not_followed_by
+            and secret_end < len(buf)
+            and buf[secret_end] in rule.not_followed_by
+        ):
+            return start + 1
+        secret_bytes = buf[secret_start:secret_end]
+        # Only the secret itself is looked at, never past the match: the decision stays one
+        # that max_match characters of text are enough to take.
+        if (
+            rule.rule.defers_to_prefixes
+            and shield._defer_to is not None
+            and shield._defer_to.match(secret_bytes) is not None
+        ):
+            return start + 1
+        secret = secret_bytes.decode("ascii")
+        validator = rule.rule.validator
+        if validator is not None and not validator(secret, shield._thresholds):
+            return start + 1
+        found.append(self._finding(rule, off + secret_start, off + secret_end))
+        if rule.tail is not None:
+            self._tail = rule
+        resume: int = off + match.end()
+        return resume
+
+    def _finding(self, rule: _Compiled, start: int, end: int) -> Finding:
+        shield = self._shield
+        return Finding(
+            shield_id=shield.id,
+            shield_type=shield.type_name,
+            label=rule.rule.id,
+            action=shield.action,
+            start=start,
+            end=end,
+            placeholder=rule.placeholder,
+            monitor=shield.monitor,
+        )
+
+
+register(SecretsSpec, SecretsShield)

@@ -1,0 +1,638 @@
+"""``secrets``: every rule finds its kind of key, near misses and placeholders pass, long
+secrets are redacted whole, streams agree with whole texts and never leak a character.
+
+No real credential appears here: every key is generated from a seeded random generator at
+test time (which also keeps repository secret scanners quiet about this file).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from proxy.chat_request import check_input, parse_chat_request
+from proxy.reply_check import check_reply
+from proxy.stream_guard import GuardState
+from shields.base import Finding, Verdict, verdict_of
+from shields.builtin.secrets import RULES, SecretsShield, SecretsSpec, shannon_entropy
+from shields.policy import PolicyError, parse_policy
+from shields.scan import TextScan, check_text, merge_redactions, redact
+from tests.fake_upstream import chat_completion, chunk, sse
+from tests.stream_helpers import channel_text, deltas, payloads, run
+
+ALNUM = string.ascii_letters + string.digits
+B64 = ALNUM + "+/"
+B64URL = ALNUM + "-_"
+B32 = string.ascii_uppercase + "234567"
+
+
+def shield(**kwargs: object) -> SecretsShield:
+    return SecretsShield(SecretsSpec(id="sec", **kwargs))  # type: ignore[arg-type]
+
+
+DEFAULT = shield()
+REDACT = shield(action="redact")
+
+
+def found(text: str, guard: SecretsShield = DEFAULT) -> list[tuple[str, str]]:
+    return [(f.label, text[f.start : f.end]) for f in check_text([guard], text)]
+
+
+def redacted(text: str, guard: SecretsShield = REDACT) -> str:
+    return redact(text, 0, merge_redactions(check_text([guard], text)))
+
+
+# -- fake keys ---------------------------------------------------------------------------------
+
+
+def rand(rng: random.Random, n: int, alphabet: str = ALNUM, *, mixed: bool = False) -> str:
+    """``n`` random characters; ``mixed`` guarantees an upper, a lower and a digit."""
+    chars = [rng.choice(alphabet) for _ in range(n)]
+    if mixed:
+        chars[:3] = [rng.choice(string.ascii_uppercase), rng.choice("abcdefghjk"), rng.choice("79")]
+    return "".join(chars)
+
+
+def b64url(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def pem(rng: random.Random, kind: str = "RSA ", lines: int = 8, newline: str = "\n") -> str:
+    body = newline.join(rand(rng, 64, B64) for _ in range(lines))
+    return (
+        f"-----BEGIN {kind}PRIVATE KEY-----{newline}{body}{newline}{rand(rng, 20, B64)}=="
+        f"{newline}-----END {kind}PRIVATE KEY-----"
+    )
+
+
+# rule id -> (fragment of text holding the secret, the secret itself)
+Fake = Callable[[random.Random], tuple[str, str]]
+
+
+def _whole(make: Callable[[random.Random], str]) -> Fake:
+    def fake(rng: random.Random) -> tuple[str, str]:
+        secret = make(rng)
+        return secret, secret
+
+    return fake
+
+
+def _assigned(template: str, make: Callable[[random.Random], str]) -> Fake:
+    def fake(rng: random.Random) -> tuple[str, str]:
+        secret = make(rng)
+        return template.format(secret), secret
+
+    return fake
+
+
+FAKES: dict[str, Fake] = {
+    "aws_access_key_id": _whole(lambda r: "AKIA" + rand(r, 16, B32)),
+    "aws_secret_access_key": _assigned(
+        'aws_secret_access_key = "{}"', lambda r: rand(r, 40, B64, mixed=True)
+    ),
+    "github_token": _whole(lambda r: "ghp_" + rand(r, 36, mixed=True)),
+    "github_fine_grained_token": _whole(
+        lambda r: "github_pat_" + rand(r, 22, mixed=True) + "_" + rand(r, 59)
+    ),
+    "anthropic_api_key": _whole(lambda r: "sk-ant-api03-" + rand(r, 93, B64URL) + "AA"),
+    "openai_api_key": _whole(lambda r: "sk-proj-" + rand(r, 156, B64URL, mixed=True)),
+    "slack_token": _whole(
+        lambda r: f"xoxb-{rand(r, 12, string.digits)}-{rand(r, 13, string.digits)}-{rand(r, 24)}"
+    ),
+    "slack_webhook": _whole(
+        lambda r: (
+            "https://hooks.slack.com/services/T"
+            + rand(r, 8, string.ascii_uppercase + string.digits)
+            + "/B"
+            + rand(r, 8, string.ascii_uppercase + string.digits)
+            + "/"
+            + rand(r, 24, mixed=True)
+        )
+    ),
+    "google_api_key": _whole(lambda r: "AIza" + rand(r, 35, B64URL, mixed=True)),
+    "stripe_secret_key": _whole(lambda r: "sk_live_" + rand(r, 24, mixed=True)),
+    "jwt": _whole(
+        lambda r: (
+            b64url({"alg": "RS256", "typ": "JWT", "kid": rand(r, 8)})
+            + "."
+            + b64url({"sub": rand(r, 10, string.digits), "name": "Jane Doe", "iat": 1716239022})
+            + "."
+            + rand(r, 43, B64URL)
+        )
+    ),
+    "private_key": _whole(lambda r: pem(r, lines=3)),
+    "generic_secret": _assigned('db_password: "{}"', lambda r: rand(r, 24, ALNUM + "!#%&*")),
+}
+
+
+def test_every_rule_has_a_fake() -> None:
+    assert set(FAKES) == {rule.id for rule in RULES}
+
+
+@pytest.mark.parametrize("rule_id", sorted(FAKES))
+def test_every_rule_finds_its_secret_and_only_its_secret(rule_id: str) -> None:
+    fragment, secret = FAKES[rule_id](random.Random(rule_id))
+    text = f"Here you go: {fragment}\nanything else?"
+    findings = check_text([REDACT], text)
+    assert findings, rule_id
+    assert {f.label for f in findings} == {rule_id}
+    # Long secrets come as contiguous pieces; together they are exactly the secret.
+    spans = merge_redactions(findings)
+    assert [text[s.start : s.end] for s in spans] == [secret]
+    assert redacted(text) == text.replace(secret, "[SECRET]")
+
+
+@pytest.mark.parametrize("rule_id", sorted(FAKES))
+def test_a_secret_alone_and_at_the_edges_of_the_text(rule_id: str) -> None:
+    fragment, secret = FAKES[rule_id](random.Random(rule_id + "edge"))
+    assert redacted(fragment) == fragment.replace(secret, "[SECRET]")
+
+
+LEGACY_OPENAI = "sk-" + rand(random.Random(1), 48, mixed=True)
+SERVICE_ACCOUNT = "sk-svcacct-" + rand(random.Random(2), 150, B64URL, mixed=True)
+ASIA = "ASIA" + rand(random.Random(3), 16, B32)
+OAUTH = "gho_" + rand(random.Random(4), 36, mixed=True)
+RESTRICTED = "rk_test_" + rand(random.Random(5), 99, mixed=True)
+USER_SLACK = "-".join(
+    ["xoxp", rand(random.Random(6), 11, string.digits), rand(random.Random(7), 32, "abcdef0123")]
+)
+
+
+@pytest.mark.parametrize(
+    ("secret", "label"),
+    [
+        (LEGACY_OPENAI, "openai_api_key"),
+        (SERVICE_ACCOUNT, "openai_api_key"),
+        (ASIA, "aws_access_key_id"),
+        (OAUTH, "github_token"),
+        (RESTRICTED, "stripe_secret_key"),
+        (USER_SLACK, "slack_token"),
+    ],
+)
+def test_format_variants(secret: str, label: str) -> None:
+    text = f"key={secret};"
+    assert {f.label for f in check_text([REDACT], text)} == {label}
+    assert redacted(text) == "key=[SECRET];"
+
+
+# -- what must not fire ------------------------------------------------------------------------
+
+NEAR = random.Random(99)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AKIA" + rand(NEAR, 15, B32),  # one character short
+        "AKIA" + rand(NEAR, 17, B32),  # one too many: some other identifier
+        "xAKIA" + rand(NEAR, 16, B32),  # inside a word
+        "AKIA" + rand(NEAR, 15, B32) + "1",  # 1 is not base32
+        "AKIAIOSFODNN7EXAMPLE",  # the AWS documentation's example key
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "AIDA" + rand(NEAR, 16, B32),  # a user id: a public identifier, not a credential
+        "ghp_" + rand(NEAR, 35, mixed=True),
+        "ghp_" + rand(NEAR, 37, mixed=True),
+        "ghx_" + rand(NEAR, 36, mixed=True),
+        "ghp_" + "x" * 36,
+        "ghp_1234567890abcdefghijklmnopqrstuvwxyz",
+        "github_pat_" + rand(NEAR, 22) + "_" + rand(NEAR, 58),
+        "sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "sk-your-openai-api-key-goes-here-please",
+        "use sk-learn-pipelines-for-feature-engineering today",
+        "sk-ant-api03-" + "X" * 95,
+        "pk_live_" + rand(NEAR, 24, mixed=True),  # publishable: meant to be public
+        "sk_live_" + "0" * 24,
+        "xoxb-your-bot-token-here",
+        "xoxb-XXXXXXXXXXXX-XXXXXXXXXXXXX-XXXXXXXXXXXXXXXXXXXXXXXX",
+        "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "AIza" + rand(NEAR, 34, mixed=True),
+        "AIza" + rand(NEAR, 36, mixed=True),
+        # A JWT header alone, as JWT tutorials show it; and a header without "alg".
+        "The header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 decodes to JSON.",
+        b64url({"typ": "JWT", "kid": "x"}) + "." + b64url({"sub": "1"}) + ".sig",
+        "eyJ" + rand(NEAR, 30, B64URL) + ".ey" + rand(NEAR, 30, B64URL),  # not JSON
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA...\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN PUBLIC KEY-----\n" + rand(NEAR, 64, B64) + "\n-----END PUBLIC KEY-----",
+        "-----BEGIN CERTIFICATE-----\n" + rand(NEAR, 64, B64) + "\n-----END CERTIFICATE-----",
+        "password=changeme",
+        "password: hunter2",
+        "PASSWORD=correcthorsebatterystaple",
+        'api_key: "<your-key>"',
+        "api_key: ${OPENAI_API_KEY}",
+        "token: xxxxxxxxxxxxxxxxxxxx",
+        "secret=****************",
+        'password: "YOUR_PASSWORD_HERE"',
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "token = tokenizer.encode(text)",
+        "secret = get_secret_from_vault(name)",
+        "api_key = settings.OPENAI_API_KEY",
+        "def encode_private(self, private_key: ed25519.Ed25519PrivateKey) -> bytes:",
+        '{"max_tokens_per_1_minute": max_tokens_per_1_minute}',
+        "tokenizer = AutoTokenizer.from_pretrained(model_id)",
+        "password_file: /etc/app/secrets/db_password.txt",
+        "secret_contact: alice.smith@company.org",
+        "max_tokens=4096, temperature=0.7",
+        "token_count: 1234567890",
+        "The secret: patience, practice and a good night's sleep.",
+        "Token: the smallest unit of text a language model reads.",
+        "if password == 'hunter2': print('weak')",
+        "My API key: please keep it safe, it starts with sk and is long.",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+    ],
+)
+def test_near_misses_and_placeholders_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+def test_secrets_are_case_sensitive() -> None:
+    key = "AKIA" + rand(random.Random(8), 16, B32)
+    assert found(key) == [("aws_access_key_id", key)]
+    assert found(key.lower()) == []
+
+
+# -- spans and redaction -----------------------------------------------------------------------
+
+
+def test_an_assignment_redacts_the_value_and_keeps_the_name() -> None:
+    value = rand(random.Random(9), 20, mixed=True)
+    for text, expected in [
+        (f"PASSWORD={value}", "PASSWORD=[SECRET]"),
+        (f'"api_key": "{value}"', '"api_key": "[SECRET]"'),
+        (f"client_secret: '{value}'", "client_secret: '[SECRET]'"),
+        (f"$db->auth_key => '{value}';", "$db->auth_key => '[SECRET]';"),
+        (f"export GITLAB_TOKEN={value}\n", "export GITLAB_TOKEN=[SECRET]\n"),
+    ]:
+        assert redacted(text) == expected, text
+
+
+def test_an_assigned_key_is_reported_by_its_own_rule_whole() -> None:
+    key = "sk-proj-" + rand(random.Random(10), 156, B64URL, mixed=True)
+    text = f"OPENAI_API_KEY={key}"
+    assert {f.label for f in check_text([REDACT], text)} == {"openai_api_key"}
+    assert redacted(text) == "OPENAI_API_KEY=[SECRET]"
+    # Without the OpenAI rule the generic one still catches the value, all of it.
+    generic_only = shield(action="redact", rules=["generic_secret"])
+    assert redacted(text, generic_only) == "OPENAI_API_KEY=[SECRET]"
+
+
+def test_hex_values_have_their_own_entropy_threshold() -> None:
+    value = "5d41402abc4b2a76b9719d911017c592"
+    assert shannon_entropy(value) < 3.5
+    assert found(f"api_key={value}") == [("generic_secret", value)]
+    assert found(f"api_key={value}", shield(min_entropy_hex=3.9)) == []
+
+
+def test_min_entropy_and_min_length_tune_the_generic_rule() -> None:
+    value = "Tr0ub4dor&3x"
+    assert found(f"password={value}") == []  # 12 characters, 3.25 bits each
+    assert found(f"password={value}", shield(min_entropy=3.0)) == [("generic_secret", value)]
+    assert found(f"password={value}", shield(min_entropy=3.0, min_length=13)) == []
+
+
+def test_a_pem_block_is_redacted_whole_through_its_end_line() -> None:
+    block = pem(random.Random(11), lines=40)
+    text = f"Use this key:\n{block}\nthen restart the server."
+    findings = check_text([REDACT], text)
+    # The first finding is the BEGIN line and the start of the body: enough to block on.
+    first = text[findings[0].start : findings[0].end]
+    assert first.startswith("-----BEGIN RSA PRIVATE KEY-----\n") and len(first) < 120
+    assert all(f.end - f.start <= REDACT.max_match for f in findings)
+    assert redacted(text) == "Use this key:\n[SECRET]\nthen restart the server."
+
+
+@pytest.mark.parametrize(
+    "kind", ["", "RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED ", "PGP ", "SSH2 ENCRYPTED "]
+)
+def test_pem_kinds(kind: str) -> None:
+    block = pem(random.Random(kind), kind=kind, lines=3)
+    if kind == "PGP ":
+        block = block.replace("KEY-----", "KEY BLOCK-----")
+    assert redacted(f"x\n{block}\ny") == "x\n[SECRET]\ny"
+
+
+def test_pem_with_headers_and_escaped_newlines() -> None:
+    rng = random.Random(12)
+    encrypted = (
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+        f"DEK-Info: AES-128-CBC,{rand(rng, 32, '0123456789ABCDEF')}\n\n"
+        + "\n".join(rand(rng, 64, B64) for _ in range(3))
+        + "\n-----END RSA PRIVATE KEY-----"
+    )
+    assert redacted(f"key:\n{encrypted}\nok") == "key:\n[SECRET]\nok"
+    # A service-account JSON file: the newlines are the two characters backslash and n.
+    escaped = pem(rng, kind="", lines=4, newline="\\n")
+    text = f'{{"type": "service_account", "private_key": "{escaped}\\n", "x": 1}}'
+    assert redacted(text) == '{"type": "service_account", "private_key": "[SECRET]\\n", "x": 1}'
+
+
+@pytest.mark.parametrize(
+    ("newline", "indent", "width", "trailing"),
+    [
+        ("\r\n", "", 64, ""),  # Windows line ends
+        ("\n", "      ", 64, ""),  # nested in a YAML block scalar
+        ("\n", "", 76, ""),  # lines longer than 64 characters
+        ("\n", "", 64, "  "),  # blanks at the ends of lines
+    ],
+)
+def test_pem_layouts(newline: str, indent: str, width: int, trailing: str) -> None:
+    rng = random.Random(newline + indent + str(width) + trailing)
+    lines = [f"{indent}{rand(rng, width, B64)}{trailing}" for _ in range(5)]
+    block = newline.join(
+        [f"{indent}-----BEGIN EC PRIVATE KEY-----", *lines, f"{indent}-----END EC PRIVATE KEY-----"]
+    )
+    text = f"tls.key: |{newline}{block}{newline}next: 1"
+    expected = f"tls.key: |{newline}{indent}[SECRET]{newline}next: 1"
+    assert redacted(text) == expected
+
+
+def test_a_truncated_pem_block_is_redacted_to_where_it_stops() -> None:
+    rng = random.Random(13)
+    body = "\n".join(rand(rng, 64, B64) for _ in range(3))
+    text = f"-----BEGIN PRIVATE KEY-----\n{body}\n\nThat is all."
+    assert redacted(text) == "[SECRET]\n\nThat is all."
+    text = f"-----BEGIN PRIVATE KEY-----\n{body}\nThat is all."
+    assert redacted(text) == "[SECRET]\nThat is all."
+
+
+def test_a_jwt_is_redacted_whole_and_the_full_stop_after_it_stays() -> None:
+    rng = random.Random(14)
+    header = b64url({"alg": "RS256", "typ": "JWT", "kid": rand(rng, 40)})
+    claims = b64url({"sub": rand(rng, 30), "scope": "read write admin", "exp": 1916239022})
+    token = f"{header}.{claims}.{rand(rng, 342, B64URL)}"  # an RS256 signature is long
+    assert len(token) > 3 * REDACT.max_match
+    assert redacted(f"Bearer {token}. Next") == "Bearer [SECRET]. Next"
+    assert redacted(f"https://app.example/cb?id_token={token}&state=1") == (
+        "https://app.example/cb?id_token=[SECRET]&state=1"
+    )
+
+
+def test_offsets_are_exact_around_non_ascii_text() -> None:
+    key = "ghp_" + rand(random.Random(15), 36, mixed=True)
+    text = f"😀 Schlüssel: «{key}» 日本"
+    assert found(text) == [("github_token", key)]
+    # A non-ASCII letter ends a token like any other character that cannot be part of it.
+    assert found(f"{key}é") == [("github_token", key)]
+    assert found(f"é{key}") == [("github_token", key)]
+
+
+# -- the spec ----------------------------------------------------------------------------------
+
+
+def test_rules_select_what_runs() -> None:
+    aws = "AKIA" + rand(random.Random(16), 16, B32)
+    _, token = FAKES["jwt"](random.Random(17))
+    text = f"{aws} {token}"
+    only_aws = shield(rules=["aws_access_key_id"])
+    assert [label for label, _ in found(text, only_aws)] == ["aws_access_key_id"]
+    assert {label for label, _ in found(text)} == {"aws_access_key_id", "jwt"}
+    # The longest selected pattern sets the hold-back a stream needs.
+    assert only_aws.max_match < DEFAULT.max_match
+
+
+def test_placeholders_default_and_per_rule() -> None:
+    aws = "AKIA" + rand(random.Random(18), 16, B32)
+    ghp = "ghp_" + rand(random.Random(19), 36, mixed=True)
+    text = f"{aws} and {ghp}"
+    assert redacted(text) == "[SECRET] and [SECRET]"
+    typed = shield(
+        action="redact", placeholder="<secret>", placeholders={"aws_access_key_id": "[AWS_KEY]"}
+    )
+    assert redacted(text, typed) == "[AWS_KEY] and <secret>"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"rules": ["aws_access_key_id", "aws_key"]},
+            "rules[1]: unknown rule 'aws_key' (known rules: aws_access_key_id, ",
+        ),
+        ({"rules": []}, "`rules` is empty"),
+        ({"rules": ["all"]}, "write `rules: all`, not a list"),
+        ({"rules": ["jwt", "jwt"]}, "rules[1]: rule 'jwt' is listed twice"),
+        ({"rules": "some"}, "`rules` is `all` or a list of rule ids, not 'some'"),
+        ({"rules": 3}, "`rules` is `all` or a list of rule ids"),
+        ({"placeholders": {"nope": "[X]"}}, "placeholders: unknown rule 'nope'"),
+        ({"rules": ["jwt"], "placeholders": {"private_key": "[X]"}}, "not in `rules`"),
+        ({"min_entropy": 9}, "less than or equal to 8"),
+        ({"min_length": 0}, "greater than or equal to 1"),
+        ({"entropy": 3}, "Extra inputs are not permitted"),
+    ],
+)
+def test_bad_specs_are_explained(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        SecretsSpec(id="s", **options)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+def test_policy_errors_name_the_key_path() -> None:
+    with pytest.raises(PolicyError) as info:
+        parse_policy("name: x\ninput:\n  - {id: s, type: secrets, rules: [jwt, gitlab_token]}\n")
+    text = str(info.value)
+    assert "input[0].rules" in text and "unknown rule 'gitlab_token'" in text
+    assert "github_fine_grained_token" in text  # the known ids are listed
+    with pytest.raises(PolicyError, match="raise it to at least"):
+        parse_policy("name: x\nstream: {holdback_chars: 64}\noutput: [{id: s, type: secrets}]\n")
+
+
+# -- input and output stages -------------------------------------------------------------------
+
+
+STAGES = parse_policy(
+    f"""
+name: secrets-stages
+stream: {{holdback_chars: {DEFAULT.max_match}}}
+input:
+  - {{id: keys, type: secrets, action: redact}}
+output:
+  - {{id: keys, type: secrets}}
+"""
+)
+
+
+def test_input_redaction_changes_what_the_upstream_receives() -> None:
+    key = "sk-ant-api03-" + rand(random.Random(20), 93, B64URL) + "AA"
+    raw = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": f"Why does {key} fail?"}]}
+    ).encode()
+    request = parse_chat_request(raw)
+    check = check_input(STAGES, request)
+    assert check.redacted and not check.blocked
+    assert request.body["messages"][0]["content"] == "Why does [SECRET] fail?"
+
+
+def test_output_with_a_secret_is_blocked() -> None:
+    key = "AIza" + rand(random.Random(21), 35, B64URL, mixed=True)
+    check = check_reply(STAGES, chat_completion(f"Your key is {key}."))
+    assert check.blocked
+    assert verdict_of([f for f in check_text(STAGES.output_shields, key)]) is Verdict.BLOCK
+
+
+# -- streams -----------------------------------------------------------------------------------
+
+STREAM_REDACT = parse_policy(
+    f"""
+name: secrets-redact
+stream: {{holdback_chars: {DEFAULT.max_match}}}
+output:
+  - {{id: keys, type: secrets, action: redact}}
+"""
+)
+STREAM_BLOCK = parse_policy(
+    f"""
+name: secrets-block
+stream: {{holdback_chars: {DEFAULT.max_match}}}
+output:
+  - {{id: keys, type: secrets}}
+"""
+)
+
+filler = st.text(alphabet="ab Z9=:\n.é\u200b", max_size=80)
+chunk_sizes = st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=20)
+rule_ids = st.sampled_from(sorted(FAKES))
+seeds = st.integers(min_value=0, max_value=2**32)
+
+
+def fake_text(rule_id: str, rng: random.Random, before: str, after: str) -> tuple[str, str]:
+    fragment, secret = FAKES[rule_id](rng)
+    return f"{before} {fragment} {after}", secret
+
+
+def feed_in_chunks(guard: SecretsShield, text: str, sizes: list[int]) -> list[Finding]:
+    scan = TextScan([guard], holdback=guard.max_match)
+    findings: list[Finding] = []
+    pos, i = 0, 0
+    while pos < len(text):
+        size = sizes[i % len(sizes)]
+        safe_before = scan.safe_end
+        new = scan.feed(text[pos : pos + size])
+        # max_match is honest: nothing is reported in text the stream guard already released.
+        assert all(f.start >= safe_before for f in new)
+        findings += new
+        pos, i = pos + size, i + 1
+    return findings + scan.finish()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rule_id=rule_ids, seed=seeds, before=filler, after=filler, sizes=chunk_sizes)
+def test_chunked_scanning_finds_exactly_what_whole_text_finds(
+    rule_id: str, seed: int, before: str, after: str, sizes: list[int]
+) -> None:
+    text, _ = fake_text(rule_id, random.Random(seed), before, after)
+    whole = [(f.label, f.start, f.end) for f in check_text([REDACT], text)]
+    assert [(f.label, f.start, f.end) for f in feed_in_chunks(REDACT, text, sizes)] == whole
+
+
+PROSE = "A long sentence of ordinary prose, with nothing secret in it at all, goes first here. " * 3
+
+
+@pytest.mark.parametrize("rule_id", sorted(FAKES))
+def test_every_split_point_agrees_with_the_whole_text(rule_id: str) -> None:
+    """A stream split in two anywhere: in particular where the scanner has seen a secret's
+    first characters and not the rest, with its window already far behind."""
+    fragment, _ = FAKES[rule_id](random.Random(rule_id + "split"))
+    text = f"{PROSE}{fragment} and {fragment}\n"
+    whole = [(f.label, f.start, f.end) for f in check_text([REDACT], text)]
+    assert whole
+    for cut in range(1, len(text)):
+        scan = TextScan([REDACT], holdback=REDACT.max_match)
+        got = scan.feed(text[:cut]) + scan.feed(text[cut:]) + scan.finish()
+        assert [(f.label, f.start, f.end) for f in got] == whole, cut
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.text(alphabet="AKIA27sk-_ghp=:\"' eyJ.\nxob", max_size=200),
+    sizes=chunk_sizes,
+)
+def test_chunking_never_changes_findings_on_noise(text: str, sizes: list[int]) -> None:
+    whole = [(f.label, f.start, f.end) for f in check_text([REDACT], text)]
+    assert [(f.label, f.start, f.end) for f in feed_in_chunks(REDACT, text, sizes)] == whole
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rule_id=rule_ids,
+    seed=seeds,
+    before=filler,
+    after=filler,
+    sizes=chunk_sizes,
+    key=st.sampled_from(["content", "reasoning_content", "arguments"]),
+    flush_every=st.integers(min_value=1, max_value=4),
+)
+def test_zero_leak_no_character_of_a_blocked_secret_is_sent(
+    rule_id: str,
+    seed: int,
+    before: str,
+    after: str,
+    sizes: list[int],
+    key: str,
+    flush_every: int,
+) -> None:
+    text, _ = fake_text(rule_id, random.Random(seed), before, after)
+    start = min(f.start for f in check_text(STREAM_BLOCK.output_shields, text))
+    body = sse(*deltas(text, key, sizes), chunk({}, finish_reason="stop"))
+    out, guard = run(STREAM_BLOCK, body, flush_every=flush_every)
+    assert guard.state is GuardState.BLOCKED
+    released = channel_text(out, key)
+    assert text.startswith(released)
+    assert len(released) <= start
+    assert payloads(out)[-2]["choices"][0]["finish_reason"] == "content_filter"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rule_id=rule_ids,
+    seed=seeds,
+    before=filler,
+    after=filler,
+    sizes=chunk_sizes,
+    flush_every=st.integers(min_value=1, max_value=4),
+)
+def test_zero_leak_a_redacted_secret_never_leaves_in_any_event(
+    rule_id: str,
+    seed: int,
+    before: str,
+    after: str,
+    sizes: list[int],
+    flush_every: int,
+) -> None:
+    text, secret = fake_text(rule_id, random.Random(seed), before, after)
+    body = sse(*deltas(text, "content", sizes), chunk({}, finish_reason="stop"))
+    out, guard = run(STREAM_REDACT, body, flush_every=flush_every)
+    assert guard.state is GuardState.DONE
+    assert channel_text(out, "content") == redacted(text)
+    assert redacted(text).count("[SECRET]") == 1
+    # No event carries a piece of the secret: every delta is free of any 8 of its characters.
+    sent = [
+        choice["delta"].get("content") or ""
+        for payload in payloads(out)[:-1]
+        for choice in payload["choices"]
+    ]
+    pieces = {secret[i : i + 8] for i in range(len(secret) - 7)}
+    assert not any(piece in delta for delta in sent for piece in pieces)
+    assert not any(piece in "".join(sent) for piece in pieces)
+
+
+def test_a_long_stream_keeps_a_bounded_window() -> None:
+    """Linear cost: the scanner holds at most about two windows of text, however long the
+    stream, so each character is matched a bounded number of times."""
+    scan = TextScan([DEFAULT], holdback=DEFAULT.max_match)
+    scanner: Any = scan._scanners[0][1]
+    prose = "The token count and the secret of good passwords: entropy. " * 300
+    held = 0
+    for char in prose:
+        assert scan.feed(char) == []
+        held = max(held, len(scanner._buf) + sum(len(p) for p in scanner._pending))
+    assert scan.finish() == []
+    assert held <= 2 * DEFAULT.max_match
