@@ -171,3 +171,29 @@ def test_chunked_scanning_finds_exactly_what_whole_text_finds(text: str, sizes: 
         pos, i = pos + size, i + 1
     found += scan.finish()
     assert {(f.label, f.start, f.end) for f in found} == whole
+
+
+regex_under_test = regex(r"\d{3,12}", r"tok_[a-z]+", action="redact")
+
+
+@settings(max_examples=300)
+@given(
+    st.text(alphabet="12345 tok_ab.", max_size=80),
+    st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=30),
+)
+def test_chunked_regex_finds_exactly_what_whole_text_finds(text: str, sizes: list[int]) -> None:
+    """Growing matches (digits arriving a few at a time) are reported once, not per prefix."""
+    whole = [(f.label, f.start, f.end) for f in check_text([regex_under_test], text)]
+    scan = TextScan([regex_under_test], holdback=regex_under_test.max_match)
+    found = []
+    pos, i = 0, 0
+    while pos < len(text):
+        size = sizes[i % len(sizes)]
+        found += scan.feed(text[pos : pos + size])
+        # Zero leak: nothing reported later may start before the safe point.
+        safe = scan.safe_end
+        pos, i = pos + size, i + 1
+        later = [f for f in check_text([regex_under_test], text) if f.start < safe]
+        assert {(f.start, f.end) for f in later} <= {(f.start, f.end) for f in found}
+    found += scan.finish()
+    assert [(f.label, f.start, f.end) for f in found] == whole

@@ -18,6 +18,7 @@ import re2
 from pydantic import AfterValidator, Field
 
 from shields.base import Chunk, Finding, Scanner, Shield
+from shields.normalize import StreamNormalizer
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -121,12 +122,22 @@ def _group_offsets(patterns: list[str]) -> list[int]:
 
 
 class _RegexScanner(Scanner):
-    __slots__ = ("_shield", "_tail", "_tail_start")
+    """Searches each new chunk plus the ``max_match`` characters before it.
+
+    A match that touches the end of the text fed so far may still grow (``\\d+`` on "12" then
+    "34"), so it is held back until more text settles it, or it reaches ``max_match``
+    characters, or the text ends: a stream then reports the same findings as the whole text,
+    not every growing prefix — and still within ``max_match`` characters of the match's start.
+    """
+
+    __slots__ = ("_pending", "_reported_until", "_shield", "_tail", "_tail_start")
 
     def __init__(self, shield: RegexShield) -> None:
         self._shield = shield
         self._tail = ""
         self._tail_start = 0
+        self._reported_until = 0  # matches ending at or before this offset are done
+        self._pending: tuple[int, int, str] | None = None  # a match that may still grow
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         shield = self._shield
@@ -136,21 +147,37 @@ class _RegexScanner(Scanner):
             return []
         text = self._tail + new
         base = self._tail_start
-        seen = len(self._tail)
+        text_end = base + len(text)
         # Keep one character more than a match can span so \b sees the character before.
-        search_from = max(0, seen - shield.max_match)
+        search_from = max(0, len(self._tail) - shield.max_match)
+        self._pending = None
         findings = []
         for match in shield._regex.finditer(text, search_from):
-            if match.end() <= seen:
-                continue  # ended in text searched by an earlier feed: already reported
             start, end = base + match.start(), base + match.end()
-            if not raw:
-                start, end = chunk.normalizer.orig_span(start, end)
-            findings.append(shield.finding(shield.label_of(match), start, end))
+            if end <= self._reported_until:
+                continue  # reported by an earlier feed
+            label = shield.label_of(match)
+            if end == text_end and end - start < shield.max_match:
+                self._pending = (start, end, label)
+                break  # nothing can follow a match that reaches the end
+            self._reported_until = end
+            findings.append(self._finding(label, start, end, chunk.normalizer))
         keep = shield.max_match + 1
         self._tail = text[-keep:] if len(text) > keep else text
-        self._tail_start = base + len(text) - len(self._tail)
+        self._tail_start = text_end - len(self._tail)
         return findings
+
+    def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        if self._pending is None:
+            return []
+        start, end, label = self._pending
+        self._pending = None
+        return [self._finding(label, start, end, normalizer)]
+
+    def _finding(self, label: str, start: int, end: int, normalizer: StreamNormalizer) -> Finding:
+        if not self._shield.matches_raw:
+            start, end = normalizer.orig_span(start, end)
+        return self._shield.finding(label, start, end)
 
 
 register(RegexSpec, RegexShield)
