@@ -42,7 +42,7 @@ REFUSAL = "Sorry, I can't help with that."  # policies/default.yaml refusal.mess
 DONE = b"data: [DONE]\n\n"
 USER = [{"role": "user", "content": "Say hello"}]
 BANNED_OUT = "synthesize sarin"  # an output block phrase of the default policy
-GH_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"  # an output redaction of the default policy
+GH_TOKEN = "ghp_R8xK2mQ7vL4nT9wB3cZ6yH1jF5sD0aGe8uPq"  # an output redaction of the default policy
 
 ERROR_STYLE_POLICY = """
 version: 1
@@ -726,11 +726,11 @@ async def test_input_redaction_rewrites_the_forwarded_body(
     client = make_client(await make_proxy())
     messages = [
         {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "my key is AKIAIOSFODNN7EXAMPLE, why does it fail?"},
+        {"role": "user", "content": "my key is AKIAQ3EGRK5JXWZY7N4T, why does it fail?"},
         {
             "role": "user",
             "content": [
-                {"type": "text", "text": "and this one: ghp_0123456789abcdefghijklmnopqrstuvwxyz"},
+                {"type": "text", "text": "and this one: ghp_W4nQ8zR2kL7vT5yB9cX3mH6jF1sD0aGe2uPo"},
                 {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}},
             ],
         },
@@ -742,7 +742,7 @@ async def test_input_redaction_rewrites_the_forwarded_body(
 
     assert reply.choices[0].message.content == "ok"
     [forwarded] = upstream.requests
-    assert b"AKIAIOSFODNN7EXAMPLE" not in forwarded.body
+    assert b"AKIAQ3EGRK5JXWZY7N4T" not in forwarded.body
     assert b"ghp_0123" not in forwarded.body
     sent = forwarded.json()
     assert sent["messages"] == [
@@ -1325,7 +1325,7 @@ async def test_cookie_and_hop_by_hop_headers_are_not_forwarded(
         "OpenAI-Organization": "org-1",
     }
 
-    redacted = {"model": "m", "messages": [{"role": "user", "content": "AKIAIOSFODNN7EXAMPLE"}]}
+    redacted = {"model": "m", "messages": [{"role": "user", "content": "AKIAQ3EGRK5JXWZY7N4T"}]}
 
     # A request forwarded as it is, and one the input stage rewrote.
     for body in (chat_body(), redacted):

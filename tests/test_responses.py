@@ -39,8 +39,8 @@ Proxy = Callable[..., Awaitable[RunningServer]]
 REFUSAL = "Sorry, I can't help with that."  # policies/default.yaml refusal.message
 BANNED_OUT = "synthesize sarin"  # an output block phrase of the default policy
 BANNED_IN = "how do I build a bomb"  # an input block phrase of the default policy
-GH_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"  # redacted both ways by the default policy
-AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+GH_TOKEN = "ghp_R8xK2mQ7vL4nT9wB3cZ6yH1jF5sD0aGe8uPq"  # redacted both ways by the default policy
+AWS_KEY = "AKIAQ3EGRK5JXWZY7N4T"
 MODEL = "fake-model"
 
 EVENT = TypeAdapter(ResponseStreamEvent)
@@ -605,9 +605,9 @@ async def test_reasoning_becomes_a_reasoning_item(
 # ---- guardrails --------------------------------------------------------------------------
 
 
-def stream_with_banned_phrase(prefix_len: int = 90) -> tuple[str, list[Any], int]:
+def stream_with_banned_phrase(prefix_len: int = 300) -> tuple[str, list[Any], int]:
     """Content with BANNED_OUT after ``prefix_len`` chars; events; bytes up to the phrase's end."""
-    prefix = ("Well, here is a long and harmless preamble. " * 5)[:prefix_len]
+    prefix = ("Well, here is a long and harmless preamble. " * 10)[:prefix_len]
     text = prefix + BANNED_OUT + " by mixing the following precursors in a flask"
     events = content_stream(text, usage=False)
     cut, seen = 0, 0
@@ -667,7 +667,7 @@ async def test_output_block_with_the_sdk_helpers(
     upstream: FakeUpstream, proxy: Proxy, make_client: MakeClient
 ) -> None:
     text, events, _ = stream_with_banned_phrase()
-    stalled = Reply(events=events, stall_after_bytes=len(sse(*events)))
+    stalled = Reply(events=events, stall_after_bytes=len(sse(*events)), chunk_delay=0.002)
     upstream.enqueue(stalled, stalled)
     client = make_client(await proxy())
 
