@@ -16,8 +16,10 @@ from typing import Any
 from aiohttp import web
 
 from proxy.audit import AuditTrail
+from proxy.auth import KEYS, auth_middleware
 from proxy.chat import chat_completions
 from proxy.errors import Handler, error_middleware, json_response
+from proxy.keys import KeySource
 from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from proxy.metrics import Metrics
 from proxy.models import list_models
@@ -42,6 +44,7 @@ from proxy.state import (
     tenant_of,
 )
 from proxy.upstream import Upstream
+from shields.normalize import load_confusables
 from shields.policy import CompiledPolicy
 from shields.routing import PolicySet
 
@@ -136,13 +139,21 @@ async def _policy_header(request: web.Request, response: web.StreamResponse) -> 
 
 def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Application:
     """The service. ``policy`` is in force at start; when ``settings.policy`` names its file
-    or directory, edits there (or SIGHUP, see the CLI) load new policies."""
+    or directory, edits there (or SIGHUP, see the CLI) load new policies.
+
+    With ``settings.keys_file`` every request but the probes and metrics needs a client key;
+    a keys file that does not load (or names an unknown policy) raises KeysFileError."""
+    # Load the confusables table now, not in the first request that holds non-ASCII text.
+    load_confusables()
     metrics_ = Metrics(models=settings.metrics_models)
+    policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
+    keys = KeySource(settings.keys_file, policies) if settings.keys_file else None
     app = web.Application(
         middlewares=[
             request_id_middleware,
             _count_requests(metrics_),
             error_middleware(settings.max_body_bytes),
+            auth_middleware(metrics_),  # before any handler: before the body is even read
         ],
         client_max_size=settings.max_body_bytes,
     )
@@ -159,9 +170,12 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
         metrics_.policy_reloads.labels("ok" if ok else "rejected").inc()
         metrics_.policy_stale.set(0 if ok else 1)
 
-    policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
     path = Path(settings.policy) if settings.policy else None
-    app[POLICY] = PolicySource(policies, path, on_reload=reloaded)
+    # The keys file is reloaded with the policies, checked against them: both or neither.
+    companions = [keys] if keys is not None else []
+    app[POLICY] = PolicySource(policies, path, on_reload=reloaded, companions=companions)
+    if keys is not None:
+        app[KEYS] = keys
     app.cleanup_ctx.append(_upstream_session)
     app.cleanup_ctx.append(_watch_policy)
     app.cleanup_ctx.append(_response_store)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -13,6 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from proxy.keys import keys_file_problem, new_key_command
 from proxy.logs import configure_logging
 from proxy.settings import Settings
 from shields.base import Stage
@@ -20,7 +19,7 @@ from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
 from shields.routing import PolicySet, load_policy_set
 
-__all__ = ["default_policy", "main"]
+__all__ = ["default_policy", "load_policies", "main"]
 
 EXIT_USAGE = 2
 
@@ -28,6 +27,13 @@ EXIT_USAGE = 2
 def default_policy() -> CompiledPolicy:
     source = resources.files("policies").joinpath("default.yaml")
     return parse_policy(source.read_bytes(), source="policies/default.yaml")
+
+
+def load_policies(settings: Settings) -> PolicySet:
+    """The policies ``settings.policy`` names, else the packaged default. Raises PolicyError."""
+    if settings.policy:
+        return load_policy_set(settings.policy)
+    return PolicySet.single(default_policy())
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,7 +54,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: 8080; 0 = any)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes sharing the port with SO_REUSEPORT (default: $SHIELDGATE_WORKERS, 1)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="default: $SHIELDGATE_LOG_LEVEL, info",
+    )
 
     check = commands.add_parser(
         "check", help="validate policy files (exit 1 and file:line:column lines on problems)"
@@ -69,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--explain", action="store_true", help="add each finding's action and matched text"
     )
+    keys = commands.add_parser("keys", help="client keys of the proxy (keys files)")
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
+    new = keys_commands.add_parser(
+        "new", help="make a client key: its keys-file entry on stdout, the key on stderr"
+    )
+    new.add_argument("--tenant", required=True, help="tenant name (metrics label, audit field)")
+    new.add_argument("--policy", help="the policy its requests run under (default: routes)")
     return parser
 
 
@@ -91,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.command == "scan":
         return _scan(args)
+    if args.command == "keys":
+        return new_key_command(args.tenant, args.policy, sys.stdout, sys.stderr)
     return _serve_command(args)
 
 
@@ -105,7 +130,14 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _serve_command(args: argparse.Namespace) -> int:
-    flags = {"upstream": args.upstream, "policy": args.policy, "host": args.host, "port": args.port}
+    flags = {
+        "upstream": args.upstream,
+        "policy": args.policy,
+        "host": args.host,
+        "port": args.port,
+        "workers": args.workers,
+        "log_level": args.log_level,
+    }
     try:
         settings = Settings.from_sources(flags)
     except ValidationError as exc:
@@ -115,14 +147,18 @@ def _serve_command(args: argparse.Namespace) -> int:
         )
         return _fail(f"invalid setting: {problems}")
     try:
-        policies = (
-            load_policy_set(settings.policy)
-            if settings.policy
-            else PolicySet.single(default_policy())
-        )
+        # Checked here even with --workers, which load it again: a bad policy is one message
+        # and exit status 2 before any process starts.
+        policies = load_policies(settings)
     except PolicyError as exc:
         return _fail(f"invalid policy:\n{exc}")
-    configure_logging(args.log_level, json_format=settings.log_format == "json")
+    if settings.keys_file and (problem := keys_file_problem(settings.keys_file, policies)):
+        return _fail(problem)  # checked here too, before any worker starts: exit status 2
+    configure_logging(settings.log_level, json_format=settings.log_format == "json")
+    if settings.workers > 1:
+        from proxy.workers import serve_workers
+
+        return serve_workers(settings)
     try:
         asyncio.run(_serve(settings, policies))
     except OSError as exc:
@@ -136,27 +172,17 @@ def _serve_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def announce(url: str) -> None:
+    """The one line on stdout: whoever waits for it may send requests, or signals, at once."""
+    print(f"shieldgate listening on {url}", flush=True)
+
+
 async def _serve(settings: Settings, policies: PolicySet) -> None:
     # Imported here: aiohttp and the service cost half a second that `check`, `test` and
     # `scan` (pre-commit hooks, CI) should not pay.
-    from proxy.server import start_server
-    from proxy.state import POLICY
+    from proxy.server import serve
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop.set)
-    server = await start_server(settings, policies)
-    source = server.app[POLICY]
-    with contextlib.suppress(NotImplementedError):
-        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(source.reload()))
-    # Only now: whoever waits for this line may signal us right after reading it.
-    print(f"shieldgate listening on {server.url}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await server.close()
+    await serve(settings, policies, announce)
 
 
 if __name__ == "__main__":

@@ -37,13 +37,25 @@ class Settings(BaseModel):
     responses_db: str = Field(default="shieldgate-responses.sqlite3", min_length=1)
     # Streams relayed at once; beyond it new requests get 503 + Retry-After (0: no limit).
     max_concurrent_streams: int = Field(default=0, ge=0)
+    # Connections to the upstream at once (aiohttp's pool; 0: no limit). Requests beyond it
+    # wait for a free connection, within connect_timeout.
+    upstream_pool_size: int = Field(default=100, ge=0)
     log_format: Literal["json", "text"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # On SIGTERM the listening socket closes at once; requests in flight (streams included)
+    # get this many seconds to finish, then they are cancelled.
+    shutdown_grace: float = Field(default=30.0, ge=0)
+    # Processes of `shieldgate serve` sharing the port with SO_REUSEPORT (1: just this one).
+    workers: int = Field(default=1, ge=1, le=256)
     # JSON Lines audit trail of every block/redaction (and monitor finding); None: off.
     audit_log: str | None = None
     # Key of the audit trail's hash of matched text (default: random per process).
     audit_hash_key: str | None = Field(default=None, repr=False)
     # Debug only: write the matched text itself into the audit trail instead of its hash.
     audit_include_text: bool = False
+    # Client keys of the proxy (YAML, salted hashes; see proxy/keys.py). Set: every request but
+    # /healthz, /readyz, /metrics needs `Authorization: Bearer sg-...` or gets 401. None: open.
+    keys_file: str | None = None
     # Model names allowed as a metrics label (others count as "other"), comma-separated.
     metrics_models: tuple[str, ...] = ()
 
@@ -54,7 +66,7 @@ class Settings(BaseModel):
             return tuple(v.strip() for v in value.split(",") if v.strip())
         return value
 
-    @field_validator("policy", "host")
+    @field_validator("policy", "host", "keys_file")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 
 from proxy.audit import AuditContext, AuditTrail
-from proxy.errors import BadRequest
+from proxy.auth import client_key_of
+from proxy.errors import BadRequest, ProxyError
 from proxy.metrics import Metrics
 from proxy.policy_source import PolicySource
 from proxy.request_context import request_id_of
@@ -88,13 +89,21 @@ def policy_for(request: web.Request) -> CompiledPolicy:
 
 
 def choose_policy(request: web.Request, *, model: str | None) -> CompiledPolicy:
-    """Routes the request to a policy by the requested model (and, only where the operator
-    allows it, the client's ``x-shieldgate-policy`` header)."""
+    """Routes the request to a policy: the client key's policy, if it has one; then (only
+    where the operator allows it) the client's ``x-shieldgate-policy`` header; then the
+    requested model; then the default."""
     if model is not None:
         request[MODEL] = model
     requested = request.headers.get(POLICY_HEADER)
+    key = client_key_of(request)
+    key_policy = key.policy if key is not None else None
+    policies = request.app[POLICY].policies
+    if key_policy is not None and key_policy not in policies.policies:
+        # Keys and policies reload together, checked against each other: only a request
+        # authenticated just before such a reload can get here. Never fall back to weaker rules.
+        raise ProxyError(f"The policy of this client key ({key_policy!r}) is not loaded; retry")
     try:
-        policy = request.app[POLICY].policies.choose(model=model, requested=requested)
+        policy = policies.choose(model=model, requested=requested, key_policy=key_policy)
     except KeyError:
         raise BadRequest(f"Unknown policy {requested!r}", param=POLICY_HEADER) from None
     request[_REQUEST_POLICY] = policy
@@ -108,7 +117,9 @@ async def read_body(request: web.Request) -> bytes:
 
 
 def tenant_of(request: web.Request) -> str:
-    return "-"  # until client keys map requests to tenants
+    """The tenant of the request's client key; ``-`` when client authentication is off."""
+    key = client_key_of(request)
+    return key.tenant if key is not None else "-"
 
 
 def fingerprint_for(request: web.Request) -> Callable[[str], str] | None:
@@ -137,6 +148,7 @@ def record_findings(request: web.Request, stage: Stage, findings: Iterable[Findi
             extra={
                 "stage": stage.value,
                 "policy": policy.name,
+                "tenant": tenant_of(request),
                 "shield": finding.shield_id,
                 "shield_type": finding.shield_type,
                 "label": finding.label,

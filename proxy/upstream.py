@@ -113,7 +113,9 @@ class Upstream:
         self._session = aiohttp.ClientSession(
             timeout=timeout,
             auto_decompress=True,
-            connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+            connector=aiohttp.TCPConnector(
+                limit=self.settings.upstream_pool_size, enable_cleanup_closed=True
+            ),
         )
 
     async def close(self) -> None:
@@ -126,10 +128,13 @@ class Upstream:
             for name, value in client_headers.items()
             if name.lower() in _FORWARDED_REQUEST_HEADERS or name.lower().startswith("x-stainless-")
         }
-        if self.settings.upstream_api_key:
-            # The proxy's own key replaces whatever the client sent: the client's key (if any)
-            # is never passed on, and the proxy's key never goes anywhere but the upstream.
+        if self.settings.upstream_api_key or self.settings.keys_file:
+            # The client's key (if any) is never passed on: with a keys file it is a shieldgate
+            # key, meant for the proxy alone.
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        if self.settings.upstream_api_key:
+            # The proxy's own key replaces whatever the client sent, and the proxy's key never
+            # goes anywhere but the upstream.
             headers["Authorization"] = f"Bearer {self.settings.upstream_api_key}"
         return headers
 
