@@ -10,8 +10,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from aiohttp import web
+
+from proxy import json_codec
 
 __all__ = [
     "BadRequest",
@@ -37,8 +38,9 @@ def error_body(
 def json_response(
     payload: Any, *, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
+    # json_codec, not orjson: payloads may echo hostile text holding lone surrogates.
     return web.Response(
-        body=orjson.dumps(payload),
+        body=json_codec.dumps(payload),
         status=status,
         content_type="application/json",
         headers=headers,

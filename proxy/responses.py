@@ -25,7 +25,7 @@ from aiohttp import web
 
 from proxy import json_codec
 from proxy.chat_request import check_input, parse_chat_request
-from proxy.errors import BadRequest, ProxyError, UpstreamError
+from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response
 from proxy.refusal import StreamContext, content_filter_error
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
@@ -76,19 +76,6 @@ class StoreUnavailable(ProxyError):
     status = 503
     type = "server_error"
     code = "store_unavailable"
-
-
-def _json_response(
-    payload: Any, *, status: int = 200, headers: dict[str, str] | None = None
-) -> web.Response:
-    # Not proxy.errors.json_response: a response echoes hostile text (instructions, metadata,
-    # the upstream's output), which may hold lone surrogates that orjson refuses to encode.
-    return web.Response(
-        body=json_codec.dumps(payload),
-        status=status,
-        content_type="application/json",
-        headers=headers,
-    )
 
 
 def _owner(request: web.Request) -> str:
@@ -192,12 +179,12 @@ async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamRespon
     refusal = policy.spec.refusal
     headers = {BLOCKED_HEADER: "input"}
     if refusal.style == "error":
-        return _json_response(content_filter_error(refusal.message), status=400, headers=headers)
+        return json_response(content_filter_error(refusal.message), status=400, headers=headers)
     events = turn.translator.start() + turn.translator.refuse(refusal.message)
     # The blocked input is not stored: continuing the conversation must not replay it.
     await turn.save(include_input=False)
     if not turn.parsed.stream:
-        return _json_response(turn.translator.final, headers=headers)
+        return json_response(turn.translator.final, headers=headers)
     response = web.StreamResponse(headers=headers)
     response.content_type = "text/event-stream"
     await response.prepare(turn.request)
@@ -280,20 +267,20 @@ async def _collect(
         refusal = policy.spec.refusal
         if refusal.style == "error" or final is None:
             error = content_filter_error(refusal.message)
-            return _json_response(error, status=400, headers=headers)
+            return json_response(error, status=400, headers=headers)
         await turn.save()
-        return _json_response(final, headers=headers)
+        return json_response(final, headers=headers)
     if final is None or final["status"] == "failed":
         error = (final or {}).get("error") or {}
         raise UpstreamError(error.get("message") or "The upstream stream failed")
     await turn.save()
-    return _json_response(final)
+    return json_response(final)
 
 
 async def retrieve_response(request: web.Request) -> web.StreamResponse:
     if request.query.get("stream", "false").lower() not in ("false", "0"):
         raise BadRequest("Streaming a stored response again is not supported", param="stream")
-    return _json_response((await _stored(request)).response)
+    return json_response((await _stored(request)).response)
 
 
 async def delete_response(request: web.Request) -> web.StreamResponse:
@@ -303,7 +290,7 @@ async def delete_response(request: web.Request) -> web.StreamResponse:
     except Exception:
         log.exception("the response store failed")
         raise StoreUnavailable("The response store is unavailable") from None
-    return _json_response({"id": record.id, "object": "response", "deleted": True})
+    return json_response({"id": record.id, "object": "response", "deleted": True})
 
 
 async def _load(request: web.Request, response_id: str) -> StoredResponse | None:
