@@ -24,6 +24,7 @@ from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from proxy.metrics import Metrics
 from proxy.models import list_models
 from proxy.policy_source import PolicySource
+from proxy.readiness import UpstreamProbe
 from proxy.request_context import REQUEST_ID_HEADER, request_id_middleware, request_id_of
 from proxy.response_store import open_response_store
 from proxy.responses import create_response, delete_response, retrieve_response
@@ -39,6 +40,7 @@ from proxy.state import (
     SETTINGS,
     STREAM_SLOTS,
     UPSTREAM,
+    UPSTREAM_PROBE,
     StreamSlots,
     policy_for,
     tenant_of,
@@ -77,23 +79,27 @@ async def _response_store(app: web.Application) -> AsyncIterator[None]:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    """Ready: a policy is in force (always, once started) and the upstream accepts connections."""
     source = request.app[POLICY]
     policy = source.policies.default
-    return json_response(
-        {
-            "status": "ready",
-            "policy": {
-                "name": policy.name,
-                "hash": policy.digest,
-                "policies": {p.name: p.digest for p in source.policies.policies.values()},
-                "stale": source.stale,
-                "error": source.error,
-                "loaded_at": source.loaded_at,
-                "reloads": source.reloads,
-                "reload_failures": source.failures,
-            },
-        }
-    )
+    upstream = await request.app[UPSTREAM_PROBE].check()
+    ready = upstream is None or upstream.reachable
+    body = {
+        "status": "ready" if ready else "not ready",
+        "policy": {
+            "name": policy.name,
+            "hash": policy.digest,
+            "policies": {p.name: p.digest for p in source.policies.policies.values()},
+            "stale": source.stale,
+            "error": source.error,
+            "loaded_at": source.loaded_at,
+            "reloads": source.reloads,
+            "reload_failures": source.failures,
+        },
+    }
+    if upstream is not None:
+        body["upstream"] = {"reachable": upstream.reachable, "error": upstream.error}
+    return json_response(body, status=200 if ready else 503)
 
 
 async def _watch_policy(app: web.Application) -> AsyncIterator[None]:
@@ -160,6 +166,11 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     app[SETTINGS] = settings
     app[METRICS] = metrics_
     app[STREAM_SLOTS] = StreamSlots(settings.max_concurrent_streams)
+    app[UPSTREAM_PROBE] = UpstreamProbe(
+        settings.upstream,
+        timeout=min(settings.connect_timeout, 2.0),
+        ttl=settings.readyz_upstream_ttl,
+    )
     app[AUDIT] = AuditTrail(
         settings.audit_log,
         key=settings.audit_hash_key.encode() if settings.audit_hash_key else None,

@@ -40,6 +40,9 @@ class Settings(BaseModel):
     # Connections to the upstream at once (aiohttp's pool; 0: no limit). Requests beyond it
     # wait for a free connection, within connect_timeout.
     upstream_pool_size: int = Field(default=100, ge=0)
+    # /readyz checks that the upstream accepts connections, caching the answer this many
+    # seconds (0: readiness does not depend on the upstream).
+    readyz_upstream_ttl: float = Field(default=5.0, ge=0)
     log_format: Literal["json", "text"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # On SIGTERM the listening socket closes at once; requests in flight (streams included)

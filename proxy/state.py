@@ -12,6 +12,7 @@ from proxy.auth import client_key_of
 from proxy.errors import BadRequest, ProxyError
 from proxy.metrics import Metrics
 from proxy.policy_source import PolicySource
+from proxy.readiness import UpstreamProbe
 from proxy.request_context import request_id_of
 from proxy.response_store import ResponseStore
 from proxy.settings import Settings
@@ -31,6 +32,7 @@ __all__ = [
     "SETTINGS",
     "STREAM_SLOTS",
     "UPSTREAM",
+    "UPSTREAM_PROBE",
     "StreamSlots",
     "choose_policy",
     "fingerprint_for",
@@ -70,6 +72,7 @@ class StreamSlots:
 
 
 STREAM_SLOTS = web.AppKey("stream_slots", StreamSlots)
+UPSTREAM_PROBE = web.AppKey("upstream_probe", UpstreamProbe)
 # The model a request asked for, once its body is parsed (for the bounded metrics label).
 MODEL = web.RequestKey("model", str)
 AUDIT = web.AppKey("audit", AuditTrail)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 from pathlib import Path
 
 import aiohttp
@@ -151,3 +152,44 @@ def test_json_logs_carry_the_request_id_and_extra_fields() -> None:
         current_request_id.reset(token)
     assert entry["request_id"] == "req-9" and entry["shield"] == "cards"
     assert entry["message"] == "finding x" and entry["level"] == "info"
+
+
+async def test_readyz_reports_an_unreachable_upstream(
+    make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # A port nothing listens on: bind one, then close it.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proxy = await make_proxy(upstream=f"http://127.0.0.1:{port}/v1")
+    async with http.get(f"{proxy.url}/readyz") as resp:
+        body = await resp.json()
+        assert resp.status == 503
+    assert body["status"] == "not ready" and body["upstream"]["reachable"] is False
+    async with http.get(f"{proxy.url}/healthz") as resp:
+        assert resp.status == 200  # alive all the same: liveness must not restart it
+
+
+async def test_readyz_probes_the_upstream_once_per_ttl(
+    make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    connections = 0
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        proxy = await make_proxy(upstream=f"http://127.0.0.1:{port}/v1", readyz_upstream_ttl=60)
+        for _ in range(5):
+            async with http.get(f"{proxy.url}/readyz") as resp:
+                assert resp.status == 200
+                assert (await resp.json())["upstream"] == {"reachable": True, "error": None}
+        await asyncio.sleep(0.05)
+        assert connections == 1  # cached: probes do not hammer the upstream
+    finally:
+        server.close()
+        await server.wait_closed()
