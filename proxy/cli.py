@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 
 from proxy.keys import keys_file_problem, new_key_command
 from proxy.logs import configure_logging
-from proxy.settings import Settings
+from proxy.settings import Settings, read_config_file
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
@@ -51,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         "--policy",
         help="policy YAML file, or a directory of policies with routes.yaml (default: "
         "$SHIELDGATE_POLICY, else the packaged default policy)",
+    )
+    serve.add_argument(
+        "--config",
+        help="YAML file of settings (any setting by name; flags and SHIELDGATE_* variables "
+        "win; default: $SHIELDGATE_CONFIG)",
     )
     serve.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: 8080; 0 = any)")
@@ -138,8 +144,13 @@ def _serve_command(args: argparse.Namespace) -> int:
         "workers": args.workers,
         "log_level": args.log_level,
     }
+    config_path = args.config or os.environ.get("SHIELDGATE_CONFIG")
     try:
-        settings = Settings.from_sources(flags)
+        config = read_config_file(config_path) if config_path else None
+    except ValueError as exc:
+        return _fail(str(exc))
+    try:
+        settings = Settings.from_sources(flags, config=config)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"

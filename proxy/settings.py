@@ -6,9 +6,10 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["DEFAULT_UPSTREAM", "Settings"]
+__all__ = ["DEFAULT_UPSTREAM", "Settings", "read_config_file"]
 
 DEFAULT_UPSTREAM = "http://127.0.0.1:8000/v1"
 
@@ -93,11 +94,16 @@ class Settings(BaseModel):
 
     @classmethod
     def from_sources(
-        cls, flags: Mapping[str, Any], environ: Mapping[str, str] | None = None
+        cls,
+        flags: Mapping[str, Any],
+        environ: Mapping[str, str] | None = None,
+        *,
+        config: Mapping[str, Any] | None = None,
     ) -> Settings:
-        """Flags win over ``SHIELDGATE_*`` variables, which win over the defaults."""
+        """Flags win over ``SHIELDGATE_*`` variables, which win over the config file's
+        values, which win over the defaults."""
         env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = dict(config or {})
         # The OpenAI SDKs' own variable, so an existing setup needs no new configuration.
         if env.get("OPENAI_BASE_URL"):
             values["upstream"] = env["OPENAI_BASE_URL"]
@@ -107,3 +113,22 @@ class Settings(BaseModel):
                 values[name] = value
         values.update({k: v for k, v in flags.items() if v is not None})
         return cls.model_validate(values)
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A YAML mapping of setting names to values; raises ValueError saying what is wrong."""
+    try:
+        with open(path, "rb") as file:
+            document = yaml.safe_load(file)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML: {exc}".splitlines()[0]) from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: a config file must be a mapping of setting names to values")
+    unknown = sorted(str(key) for key in document if key not in Settings.model_fields)
+    if unknown:
+        raise ValueError(f"{path}: unknown settings: {', '.join(unknown)}")
+    return {str(key): value for key, value in document.items()}

@@ -533,3 +533,31 @@ async def test_sigterm_right_after_the_ready_line_exits_cleanly() -> None:
     command = (sys.executable, "-c", _SLOW_SIGNAL_SETUP)
     async with running_proxy(command=command) as proxy:
         await stop(proxy)  # no request first: the ready line alone must mean "ready"
+
+
+def test_config_file_feeds_settings_below_variables_and_flags(tmp_path: Path) -> None:
+    from proxy.settings import Settings, read_config_file
+
+    config = tmp_path / "shieldgate.yaml"
+    config.write_text("port: 9000\nread_timeout: 30\nlog_format: text\nhost: 0.0.0.0\n")
+    values = read_config_file(str(config))
+    settings = Settings.from_sources(
+        {"port": 9100}, {"SHIELDGATE_READ_TIMEOUT": "45"}, config=values
+    )
+    assert (settings.port, settings.read_timeout, settings.log_format, settings.host) == (
+        9100,  # the flag wins
+        45.0,  # the variable wins over the file
+        "text",  # the file wins over the default
+        "0.0.0.0",
+    )
+    config.write_text("colour: red\n")
+    with pytest.raises(ValueError, match="unknown settings: colour"):
+        read_config_file(str(config))
+    result = subprocess.run(
+        [sys.executable, "-m", "proxy", "serve", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "unknown settings: colour" in result.stderr
+    assert "Traceback" not in result.stderr
