@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
 from proxy.chat_request import ChatRequest, check_input, parse_chat_request
-from proxy.errors import Overloaded, UpstreamError, json_response
+from proxy.errors import Overloaded, UpstreamError, UpstreamTimeout, json_response
 from proxy.metrics import Metrics
 from proxy.openai_texts import MalformedReply
 from proxy.refusal import (
@@ -56,7 +59,22 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return await _refuse_input(request, policy, chat)
     if chat.stream:
         return await _with_stream_slot(request, policy, chat, raw, check.redacted)
-    return await _forward(request, policy, chat, raw, check.redacted)
+    return await _with_deadline(request, _forward(request, policy, chat, raw, check.redacted))
+
+
+async def _with_deadline(
+    request: web.Request, work: Coroutine[Any, Any, web.StreamResponse]
+) -> web.StreamResponse:
+    """A non-stream request has ``request_timeout`` in all (a stream is bounded by the
+    upstream's silences instead: ``read_timeout``)."""
+    limit = request.app[UPSTREAM].settings.request_timeout
+    if not limit:
+        return await work
+    try:
+        async with asyncio.timeout(limit):
+            return await work
+    except TimeoutError:
+        raise UpstreamTimeout(f"The request took longer than {limit:g} s") from None
 
 
 async def _with_stream_slot(

@@ -28,6 +28,8 @@ class Settings(BaseModel):
     connect_timeout: float = Field(default=10.0, gt=0)
     # Longest silence between two reads from the upstream (time to first token included).
     read_timeout: float = Field(default=600.0, gt=0)
+    # A non-stream request's whole time upstream, retries included (0: no limit).
+    request_timeout: float = Field(default=900.0, ge=0)
     retry_attempts: int = Field(default=3, ge=1, le=10)
     retry_backoff: float = Field(default=0.25, ge=0)
     retry_after_cap: float = Field(default=10.0, ge=0)

@@ -193,3 +193,19 @@ async def test_readyz_probes_the_upstream_once_per_ttl(
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_request_timeout_bounds_a_non_stream_request(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # The upstream answers its headers at once but drips the body: read_timeout never fires.
+    body = json_bytes(chat_completion("slow"))
+    upstream.enqueue(
+        Reply(chunks=[body[i : i + 4] for i in range(0, len(body), 4)], chunk_delay=0.05)
+    )
+    proxy = await make_proxy(request_timeout=0.5)
+    started = asyncio.get_running_loop().time()
+    async with http.post(f"{proxy.url}/v1/chat/completions", json=chat_body("x")) as resp:
+        reply = await resp.json()
+    assert resp.status == 504 and reply["error"]["code"] == "upstream_timeout"
+    assert asyncio.get_running_loop().time() - started < 3
