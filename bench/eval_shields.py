@@ -54,7 +54,6 @@ import datetime
 import io
 import json
 import platform
-import subprocess
 import sys
 import unicodedata
 from collections import Counter
@@ -63,6 +62,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
+from revision import REPO_ROOT, changed_files, code_revision  # bench/ is on sys.path
 
 from proxy.cli import default_policy
 from shields.base import Finding, Role, Stage
@@ -72,7 +72,6 @@ from shields.builtin.pii import PiiSpec
 from shields.evaluate import evaluate
 from shields.policy import CompiledPolicy, PolicyError, parse_policy
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_EVAL_DIR = REPO_ROOT.parent / "shared" / "eval"
 DEFAULT_OUT = REPO_ROOT / "docs" / "shield-eval.md"
 
@@ -1119,27 +1118,14 @@ def default_policy_section(runner: Runner, data: Data, default: CompiledPolicy) 
 # -- the report ----------------------------------------------------------------------------------
 
 
-def git(*args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout
-
-
 def revision(short: bool = False) -> str:
     """The commit, and the uncommitted files of the code the figures depend on (the shields
     and the policies)."""
-    head = git("rev-parse", "--short", "HEAD")
-    if head is None:
-        return "unknown (not a git checkout)"
-    status = git("status", "--porcelain", "--", "shields", "policies") or ""
-    changed = sorted(line[3:] for line in status.splitlines() if line.strip())
-    if short:
-        return head.strip() + ("+dirty" if changed else "")
-    text = f"`{head.strip()}`"
+    short_form = code_revision("shields", "policies")
+    changed = changed_files("shields", "policies")
+    if short or changed is None:
+        return short_form
+    text = f"`{short_form.removesuffix('+dirty')}`"
     if changed:
         text += (
             f", plus uncommitted changes to {len(changed)} file(s) under `shields/` and "

@@ -72,7 +72,6 @@ import platform
 import random
 import re
 import string
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -81,14 +80,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from revision import REPO_ROOT, code_revision  # bench/ is on sys.path when run
 
 from proxy.cli import default_policy
 from shields.base import Finding, Role, Shield
 from shields.policy import CompiledPolicy, PolicyError, parse_policy
 from shields.scan import TextScan
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_EVAL_DIR = REPO_ROOT.parent / "shared" / "eval"
+
+
+def measured_revision() -> str:
+    """The revision, "+dirty" when the code these figures depend on has local edits."""
+    return code_revision("shields", "proxy", "policies")
+
+
 MB = 1_000_000
 SEED = 20261202
 DENYLIST_SIZE = 10_000
@@ -520,30 +526,6 @@ def print_tables(rows: Sequence[Row]) -> None:
     print_rows(streaming)
 
 
-def code_revision() -> str:
-    """The commit measured, "+dirty" when the shields, proxy or policies have local changes."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "shields", "proxy", "policies"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
 def load_average() -> float:
     return os.getloadavg()[0]
 
@@ -583,7 +565,7 @@ def run(args: argparse.Namespace) -> int:
         f"shield_bench: {len(text):,} characters ({size_mb:.3f} MB UTF-8) of shuffled benign "
         f"prompts with {spiced} planted PII values, secret-shaped tokens, injection phrases "
         f"and invisible characters (seed {SEED}); best of {args.repeat}; revision "
-        f"{code_revision()}; Python {platform.python_version()}; {cpus} CPUs"
+        f"{measured_revision()}; Python {platform.python_version()}; {cpus} CPUs"
     )
     print(f"1-minute load average before: {load_before:.2f}")
     print(
@@ -640,7 +622,7 @@ def run(args: argparse.Namespace) -> int:
             "size_mb": size_mb,
             "seed": SEED,
             "repeat": args.repeat,
-            "revision": code_revision(),
+            "revision": measured_revision(),
             "python": platform.python_version(),
             "cpus": cpus,
             "load_before": load_before,

@@ -56,7 +56,6 @@ import random
 import re
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,12 +67,12 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from revision import REPO_ROOT, code_revision  # bench/ is on sys.path when run
 
 from shields.base import Stage
 from shields.policy import CompiledPolicy, parse_policy
 from shields.scan import check_text
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 MB = 1_000_000  # sizes are given in characters of ASCII prose, so 1 character = 1 byte
 # Large writes keep the fake upstream's per-write overhead (one syscall and one await each)
 # negligible next to the proxy's per-event work, so the fake is never the bottleneck.
@@ -516,30 +515,6 @@ def scaling(
             ratio = mine[-1]["s_per_mb"] / mine[0]["s_per_mb"]
             out[target.name] = (ratio, mine[0]["best_s"] >= MIN_JUDGED_SECONDS)
     return out
-
-
-def code_revision() -> str:
-    """The commit measured, "+dirty" when the working tree has changes (recorded in the JSON)."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
 def load_note(label: str) -> tuple[float, str]:
