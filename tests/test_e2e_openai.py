@@ -558,6 +558,7 @@ async def test_output_block_non_stream(
     assert raw.http_response.status_code == 200
     assert b"sarin" not in raw.http_response.content
     assert raw.headers.get("x-shieldgate-blocked") != "input"
+    assert raw.headers["x-shieldgate-blocked"] == "output"  # as the README promises
     completion = raw.parse()
     assert completion.object == "chat.completion"
     assert [(c.message.content, c.finish_reason) for c in completion.choices] == [
