@@ -25,6 +25,7 @@ from proxy.metrics import Metrics
 from proxy.models import list_models
 from proxy.policy_source import PolicySource
 from proxy.readiness import UpstreamProbe
+from proxy.remote_backends import HttpBackends
 from proxy.request_context import REQUEST_ID_HEADER, request_id_middleware, request_id_of
 from proxy.response_store import open_response_store
 from proxy.responses import create_response, delete_response, retrieve_response
@@ -36,6 +37,7 @@ from proxy.state import (
     POLICY,
     POLICY_HASH_HEADER,
     POLICY_HEADER,
+    REMOTE_BACKENDS,
     RESPONSE_STORE,
     SETTINGS,
     STREAM_SLOTS,
@@ -68,6 +70,13 @@ async def _upstream_session(app: web.Application) -> AsyncIterator[None]:
     app[UPSTREAM] = upstream
     yield
     await upstream.close()
+
+
+async def _remote_backends(app: web.Application) -> AsyncIterator[None]:
+    backends = HttpBackends()
+    app[REMOTE_BACKENDS] = backends
+    yield
+    await backends.close()
 
 
 async def _response_store(app: web.Application) -> AsyncIterator[None]:
@@ -190,6 +199,7 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     app.cleanup_ctx.append(_upstream_session)
     app.cleanup_ctx.append(_watch_policy)
     app.cleanup_ctx.append(_response_store)
+    app.cleanup_ctx.append(_remote_backends)
     app.cleanup_ctx.append(_audit_trail)
     app.on_response_prepare.append(_policy_header)
     app.router.add_post("/v1/chat/completions", chat_completions)

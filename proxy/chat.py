@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -12,7 +13,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
-from proxy.chat_request import ChatRequest, check_input, parse_chat_request
+from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import Overloaded, UpstreamError, UpstreamTimeout, json_response
 from proxy.metrics import Metrics
 from proxy.openai_texts import MalformedReply
@@ -22,6 +23,7 @@ from proxy.refusal import (
     refusal_completion,
     refusal_stream,
 )
+from proxy.remote_checks import check_input_remote, check_reply_remote
 from proxy.reply_check import check_reply
 from proxy.sse import SSEDecoder, SSEError
 from proxy.state import (
@@ -33,7 +35,9 @@ from proxy.state import (
     fingerprint_for,
     read_body,
     record_findings,
+    remote_context,
 )
+from proxy.stream_checks import upstream_reads
 from proxy.stream_guard import StreamGuard
 from proxy.upstream import response_headers
 from shields.base import Stage
@@ -57,9 +61,19 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     record_findings(request, Stage.INPUT, check.findings)
     if check.blocked:
         return await _refuse_input(request, policy, chat)
+    redacted = check.redacted
+    if policy.input_remote:
+        started = time.perf_counter()
+        remote = remote_context(request, policy, conversation_of(chat))
+        outcome = await check_input_remote(policy, chat, remote)
+        metrics.remote_seconds.labels("input").observe(time.perf_counter() - started)
+        record_findings(request, Stage.INPUT, outcome.findings)
+        if outcome.blocked:
+            return await _refuse_input(request, policy, chat)
+        redacted = redacted or outcome.redacted
     if chat.stream:
-        return await _with_stream_slot(request, policy, chat, raw, check.redacted)
-    return await _with_deadline(request, _forward(request, policy, chat, raw, check.redacted))
+        return await _with_stream_slot(request, policy, chat, raw, redacted)
+    return await _with_deadline(request, _forward(request, policy, chat, raw, redacted))
 
 
 async def _with_deadline(
@@ -167,22 +181,34 @@ async def _relay_json(
         started = time.perf_counter()
         check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
         request.app[METRICS].stage_seconds.labels("output").observe(time.perf_counter() - started)
+        record_findings(request, Stage.OUTPUT, check.findings)
+        blocked, redacted = check.blocked, check.redacted
+        if policy.output_remote and not blocked:
+            started = time.perf_counter()
+            remote = remote_context(request, policy, conversation_of(chat))
+            outcome = await check_reply_remote(policy, completion, remote)
+            request.app[METRICS].remote_seconds.labels("output").observe(
+                time.perf_counter() - started
+            )
+            record_findings(request, Stage.OUTPUT, outcome.findings)
+            blocked, redacted = outcome.blocked, redacted or outcome.redacted
     except (json_codec.InvalidJSON, MalformedReply) as exc:
         # Fail closed: a reply the proxy cannot read is a reply it cannot check.
         raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
-    record_findings(request, Stage.OUTPUT, check.findings)
-    if check.blocked:
+    if blocked:
         refusal = policy.spec.refusal
-        blocked = {BLOCKED_HEADER: "output"}
+        blocked_header = {BLOCKED_HEADER: "output"}
         if refusal.style == "error":
-            return json_response(content_filter_error(refusal.message), status=400, headers=blocked)
+            error = content_filter_error(refusal.message)
+            return json_response(error, status=400, headers=blocked_header)
         model = completion.get("model")
         if not isinstance(model, str):
             model = chat.model
         return json_response(
-            refusal_completion(refusal.message, model=model, n=max(chat.n, 1)), headers=blocked
+            refusal_completion(refusal.message, model=model, n=max(chat.n, 1)),
+            headers=blocked_header,
         )
-    if check.redacted:
+    if redacted:
         body = json_codec.dumps(completion)
     return web.Response(body=body, status=reply.status, headers=headers)
 
@@ -199,6 +225,9 @@ async def _relay_stream(
         context,
         on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
         fingerprint=fingerprint_for(request),
+        remote=remote_context(request, policy, conversation_of(chat))
+        if policy.output_remote
+        else None,
     )
     metrics = request.app[METRICS]
     response = web.StreamResponse(status=reply.status, headers=response_headers(reply.headers))
@@ -220,16 +249,20 @@ async def _pump(
     decoder = SSEDecoder()
     held = 0  # this stream's share of the held-bytes gauge
     try:
-        async for data in reply.content.iter_any():
-            out = [guard.feed(event) for event in decoder.feed(data)]
-            out.append(guard.flush())
-            metrics.held_bytes.inc(guard.held_bytes - held)
-            held = guard.held_bytes
-            await _write(response, b"".join(out))
-            if guard.closed:
-                break
-        else:
-            await _write(response, guard.end(truncated=bool(decoder.finish())))
+        async with contextlib.aclosing(upstream_reads(reply.content, guard)) as reads:
+            async for data in reads:
+                if data is None:  # a remote shield's verdict arrived
+                    await _write(response, guard.collect_checks())
+                elif data:
+                    out = [guard.feed(event) for event in decoder.feed(data)]
+                    out.append(guard.flush())
+                    await _write(response, b"".join(out))
+                else:
+                    await _write(response, guard.end(truncated=bool(decoder.finish())))
+                metrics.held_bytes.inc(guard.held_bytes - held)
+                held = guard.held_bytes
+                if guard.closed:
+                    break
     except SSEError:
         metrics.upstream_errors.labels("bad_reply").inc()
         await _write(response, guard.fail("The upstream sent an oversized stream event"))
@@ -242,6 +275,7 @@ async def _pump(
         return response
     finally:
         metrics.held_bytes.dec(held)
+        guard.cancel_checks()
     await response.write_eof()
     return response
 

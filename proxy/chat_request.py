@@ -19,13 +19,20 @@ from shields.base import Action, Finding, Role, Stage
 from shields.policy import CompiledPolicy
 from shields.scan import TextScan, check_request, merge_redactions, redact
 
-__all__ = ["ChatRequest", "InputCheck", "check_input", "parse_chat_request"]
+__all__ = [
+    "PART_SEPARATOR",
+    "ChatRequest",
+    "InputCheck",
+    "check_input",
+    "conversation_of",
+    "parse_chat_request",
+]
 
 _ROLES = {role.value: role for role in Role}
 # Content part types that carry no text a shield could read (images, audio, files).
 _OPAQUE_PART_TYPES = frozenset({"image_url", "input_audio", "file", "input_image", "audio"})
 # Joins the text parts of one message, so a phrase split over two parts is still one phrase.
-_PART_SEPARATOR = "\n"
+PART_SEPARATOR = "\n"
 
 
 @dataclass(slots=True)
@@ -189,7 +196,7 @@ def check_input(
         message_findings: list[Finding] = []
         for k, text_field in enumerate(message.fields):
             if k:
-                message_findings += scan.feed(_PART_SEPARATOR)
+                message_findings += scan.feed(PART_SEPARATOR)
             offsets.append(scan.received)
             message_findings += scan.feed(text_field.text)
         message_findings += scan.finish()
@@ -205,7 +212,7 @@ def check_input(
             redacted = True
             for offset, text_field in zip(offsets, message.fields, strict=True):
                 text_field.write(redact(text_field.text, offset, spans))
-    request_findings = check_request(shields, _whole_messages(request), fail_closed=fail_closed)
+    request_findings = check_request(shields, conversation_of(request), fail_closed=fail_closed)
     findings += request_findings
     if policy.enforcing and any(
         f.action is Action.BLOCK and not f.monitor for f in request_findings
@@ -214,10 +221,11 @@ def check_input(
     return InputCheck(findings=findings, blocked=blocked, redacted=redacted)
 
 
-def _whole_messages(request: ChatRequest) -> list[tuple[Role, str]]:
-    """Each message's role and whole text, for request-wide shield checks."""
+def conversation_of(request: ChatRequest) -> list[tuple[Role, str]]:
+    """Each message's role and whole text (its parts and tool-call arguments joined), in order:
+    for request-wide checks and as the conversation remote shields are shown."""
     per_message: dict[int, tuple[Role, list[str]]] = {}
     for text in request.texts:
         _, pieces = per_message.setdefault(text.message_index, (text.role, []))
         pieces.extend(f.text for f in text.fields)
-    return [(role, _PART_SEPARATOR.join(pieces)) for role, pieces in per_message.values()]
+    return [(role, PART_SEPARATOR.join(pieces)) for role, pieces in per_message.values()]

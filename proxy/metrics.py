@@ -80,6 +80,20 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.remote_failures = Counter(
+            "shieldgate_remote_shield_failures",
+            "Failed remote shield checks by policy, shield and kind "
+            "(connect, timeout, status_429, status_5xx, status_4xx, bad_answer, config)",
+            ["policy", "shield", "kind"],
+            registry=r,
+        )
+        self.remote_seconds = Histogram(
+            "shieldgate_remote_check_seconds",
+            "Time a request waited on its remote shields (input, non-stream output)",
+            ["stage"],
+            buckets=_SLOW,
+            registry=r,
+        )
         self.streams_in_flight = Gauge(
             "shieldgate_streams_in_flight", "Streams being relayed now", registry=r
         )

@@ -35,6 +35,9 @@ class TextField:
     json_object: bool = False  # the value is a JSON object, checked in its serialized form
 
     def write(self, text: str) -> None:
+        # ``text`` follows what was written, so later readers (remote shields, which run after
+        # the local ones) see the redacted text.
+        self.text = text
         if self.json_object:
             try:
                 self.holder[self.key] = json.loads(text)

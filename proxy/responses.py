@@ -24,9 +24,10 @@ import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
-from proxy.chat_request import check_input, parse_chat_request
+from proxy.chat_request import check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response
 from proxy.refusal import StreamContext, content_filter_error
+from proxy.remote_checks import check_input_remote
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
     ResponsesRequest,
@@ -48,7 +49,9 @@ from proxy.state import (
     fingerprint_for,
     read_body,
     record_findings,
+    remote_context,
 )
+from proxy.stream_checks import upstream_reads
 from proxy.stream_guard import StreamGuard
 from proxy.upstream import response_headers
 from shields.base import Stage
@@ -147,6 +150,12 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     turn = _Turn(request, parsed, chat.body["messages"])
     if check.blocked:
         return await _refuse_input(turn, policy)
+    if policy.input_remote:
+        remote = remote_context(request, policy, conversation_of(chat))
+        outcome = await check_input_remote(policy, chat, remote)
+        record_findings(request, Stage.INPUT, outcome.findings)
+        if outcome.blocked:
+            return await _refuse_input(turn, policy)
     upstream = request.app[UPSTREAM]
     headers = {
         name: value
@@ -168,6 +177,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
             StreamContext(model=parsed.model, n=1, include_usage=True),
             on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
             fingerprint=fingerprint_for(request),
+            remote=remote_context(request, policy, conversation_of(chat))
+            if policy.output_remote
+            else None,
         )
         stream = GuardedResponseStream(guard, turn.translator, policy.spec.refusal)
         if parsed.stream:
@@ -213,16 +225,26 @@ async def _pump(stream: GuardedResponseStream, reply: aiohttp.ClientResponse, em
     Returning (or raising) leaves the handler's ``async with`` on the upstream response, which
     closes it if it is not finished: a block stops the upstream at once.
     """
-    while not stream.closed:
-        try:
-            data = await reply.content.readany()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            events = stream.fail(f"The upstream stream broke off: {type(exc).__name__}")
-        else:
-            events = stream.feed(data) if data else stream.end()
-        if not await emit(events):
-            return False
-    return True
+    reads = upstream_reads(reply.content, stream.guard)
+    try:
+        while not stream.closed:
+            try:
+                data = await anext(reads)
+            except StopAsyncIteration:
+                return True  # the guard closed, its last events already emitted
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                events = stream.fail(f"The upstream stream broke off: {type(exc).__name__}")
+            else:
+                if data is None:  # a remote shield's verdict arrived
+                    events = stream.checks()
+                else:
+                    events = stream.feed(data) if data else stream.end()
+            if not await emit(events):
+                return False
+        return True
+    finally:
+        await reads.aclose()
+        stream.guard.cancel_checks()
 
 
 async def _stream(

@@ -513,6 +513,10 @@ class GuardedResponseStream:
         out += self._take(guard.flush())
         return out
 
+    def checks(self) -> list[Event]:
+        """Remote shields' verdicts arrived."""
+        return self._take(self.guard.collect_checks())
+
     def end(self) -> list[Event]:
         """The upstream body ended."""
         if self.closed:

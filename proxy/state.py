@@ -13,11 +13,13 @@ from proxy.errors import BadRequest, ProxyError
 from proxy.metrics import Metrics
 from proxy.policy_source import PolicySource
 from proxy.readiness import UpstreamProbe
+from proxy.remote_backends import HttpBackends
 from proxy.request_context import request_id_of
 from proxy.response_store import ResponseStore
 from proxy.settings import Settings
+from proxy.stream_checks import RemoteContext
 from proxy.upstream import Upstream
-from shields.base import Finding, Stage
+from shields.base import Finding, Role, Shield, Stage
 from shields.policy import CompiledPolicy
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "POLICY",
     "POLICY_HASH_HEADER",
     "POLICY_HEADER",
+    "REMOTE_BACKENDS",
     "RESPONSE_STORE",
     "SETTINGS",
     "STREAM_SLOTS",
@@ -39,6 +42,7 @@ __all__ = [
     "policy_for",
     "read_body",
     "record_findings",
+    "remote_context",
     "tenant_of",
 ]
 
@@ -78,6 +82,7 @@ MODEL = web.RequestKey("model", str)
 AUDIT = web.AppKey("audit", AuditTrail)
 UPSTREAM = web.AppKey("upstream", Upstream)
 RESPONSE_STORE = web.AppKey("response_store", ResponseStore)
+REMOTE_BACKENDS = web.AppKey("remote_backends", HttpBackends)
 _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 
 
@@ -129,6 +134,20 @@ def fingerprint_for(request: web.Request) -> Callable[[str], str] | None:
     """The audit trail's keyed hash of matched text, when there is an audit trail."""
     audit = request.app[AUDIT]
     return audit.fingerprint if audit.enabled else None
+
+
+def remote_context(
+    request: web.Request, policy: CompiledPolicy, conversation: Iterable[tuple[Role, str]]
+) -> RemoteContext:
+    """What this request's remote shields need; failures are counted per policy and shield."""
+    metrics = request.app[METRICS]
+
+    def failed(shield: Shield, kind: str) -> None:
+        metrics.remote_failures.labels(policy.name, shield.id, kind).inc()
+
+    return RemoteContext(
+        request.app[REMOTE_BACKENDS], tuple(conversation), policy.name, on_failure=failed
+    )
 
 
 def record_findings(request: web.Request, stage: Stage, findings: Iterable[Finding]) -> None:

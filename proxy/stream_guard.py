@@ -18,6 +18,7 @@ feeds it events and writes what it returns, which keeps this logic testable even
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 from collections import deque
@@ -32,6 +33,7 @@ from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
 from proxy.openai_texts import MalformedReply, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.sse import SSEEvent, encode_data
+from proxy.stream_checks import RemoteContext, RemoteStreamChecks
 from shields.base import Action, Finding
 from shields.policy import CompiledPolicy
 from shields.scan import RedactionSpan, TextScan, merge_redactions, redact
@@ -44,6 +46,7 @@ _DONE_DATA = b"[DONE]"
 _MAX_KEPT_FINDINGS = 1000
 # Text buffered before a scan even without flush(): bounds memory for one enormous read.
 _MAX_UNSCANNED_CHARS = 256 * 1024
+_NO_TASKS: set[asyncio.Task[list[Finding]]] = set()
 
 
 class GuardState(enum.Enum):
@@ -61,6 +64,15 @@ class _Channel:
     pending: list[str] = field(default_factory=list)  # fed, not yet scanned
     redactions: list[Finding] = field(default_factory=list)
     spans: list[RedactionSpan] = field(default_factory=list)
+    # Remote shields only: the whole text so far, and how far the holding ones have passed it.
+    texts: list[str] | None = None
+    judged_end: int = 0
+
+    def judge_text(self, end: int) -> str:
+        assert self.texts is not None
+        text = "".join(self.texts)
+        self.texts[:] = [text]
+        return redact(text[:end], 0, self.spans)
 
 
 @dataclass(slots=True)
@@ -84,13 +96,27 @@ class StreamGuard:
         on_finding: FindingSink | None = None,
         max_held_bytes: int = 16 * 1024 * 1024,
         fingerprint: Callable[[str], str] | None = None,
+        remote: RemoteContext | None = None,
     ) -> None:
         self._policy = policy
         self._context = context
         self._shields = policy.output_shields
-        self._scanning = bool(self._shields)
+        self._checks: RemoteStreamChecks | None = None
+        if policy.output_remote:
+            if remote is None:
+                raise ValueError("a policy with remote output shields needs a RemoteContext")
+            self._checks = RemoteStreamChecks(
+                policy.output_remote, remote, policy_on_error=policy.spec.on_error
+            )
+        self._scanning = bool(self._shields) or self._checks is not None
         # Hold back only where a finding can change the reply: an enforcing policy.
-        self._holding = self._scanning and policy.enforcing
+        self._holding = policy.enforcing and (
+            bool(self._shields) or (self._checks is not None and self._checks.holds)
+        )
+        self._judging = policy.enforcing and self._checks is not None and self._checks.holds
+        # The upstream has finished; the last remote verdicts are awaited before the end.
+        self._ending = False
+        self._done_raw = b""
         self._holdback = policy.holdback
         self._channels: dict[tuple[Any, ...], _Channel] = {}
         self._queue: deque[_Queued] = deque()
@@ -117,10 +143,20 @@ class StreamGuard:
     def held_bytes(self) -> int:
         return self._held_bytes
 
+    @property
+    def check_tasks(self) -> set[asyncio.Task[list[Finding]]]:
+        """Remote checks in flight: the handler waits on them beside the upstream."""
+        checks = self._checks
+        return checks.tasks if checks is not None and checks.running else _NO_TASKS
+
+    @property
+    def remote_calls(self) -> int:
+        return self._checks.calls if self._checks is not None else 0
+
     # -- events in ---------------------------------------------------------------------------
 
     def feed(self, event: SSEEvent) -> bytes:
-        if self.state is not GuardState.OPEN:
+        if self.state is not GuardState.OPEN or self._ending:
             return b""
         data = event.data
         if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
@@ -155,13 +191,33 @@ class StreamGuard:
             self._scan(channel)
         if self.blocked:
             return self._refusal()
+        if self._checks is not None:
+            self._checks.schedule(list(self._channels.values()), final=False)
         if not self._holding:
             return b""
         return self._release()
 
+    def collect_checks(self) -> bytes:
+        """Applies the remote verdicts that arrived; returns what may now leave."""
+        checks = self._checks
+        if checks is None or self.state is not GuardState.OPEN:
+            return b""
+        for channel, findings in checks.harvest():
+            if findings:
+                self._handle(channel, findings)
+        if self.blocked:
+            return self._refusal()
+        channels = list(self._channels.values())
+        checks.schedule(channels, final=self._ending)
+        if self._ending and not checks.pending(channels):
+            released = self._release()
+            self.state = GuardState.DONE
+            return released + self._done_raw
+        return self._release() if self._holding else b""
+
     def end(self, *, truncated: bool = False) -> bytes:
         """The upstream response ended (EOF). ``truncated``: it stopped mid-event."""
-        if self.closed:
+        if self.closed or self._ending:
             return b""
         choices = self._context.choices
         if not truncated and choices and choices <= self._finished_choices:
@@ -246,6 +302,8 @@ class StreamGuard:
             fingerprint=self._fingerprint,
         )
         channel = self._channels[key] = _Channel(scan)
+        if self._checks is not None:
+            channel.texts = []
         return channel
 
     def _scan(self, channel: _Channel) -> None:
@@ -253,6 +311,8 @@ class StreamGuard:
             return
         text = "".join(channel.pending)
         channel.pending.clear()
+        if channel.texts is not None:
+            channel.texts.append(text)
         scan = channel.scan
         findings = scan.feed(text)
         if findings:
@@ -276,10 +336,11 @@ class StreamGuard:
     def _release(self) -> bytes:
         out: list[bytes] = []
         queue = self._queue
+        judging = self._judging
         while queue:
             item = queue[0]
             for channel, _, end in item.segments:
-                if end > channel.safe_end:
+                if end > channel.safe_end or (judging and end > channel.judged_end):
                     return b"".join(out)
             queue.popleft()
             self._held_bytes -= len(item.raw)
@@ -312,6 +373,15 @@ class StreamGuard:
             channel.safe_end = channel.scan.safe_end
         if self.blocked:
             return self._refusal()
+        checks = self._checks
+        if checks is not None:
+            channels = list(self._channels.values())
+            checks.schedule(channels, final=True)
+            if checks.pending(channels):
+                # The last verdicts decide whether the end may leave (``collect_checks``).
+                self._ending = True
+                self._done_raw = done_raw
+                return self._release() if self._holding else b""
         released = self._release()
         self.state = GuardState.DONE
         return released + done_raw
@@ -326,3 +396,9 @@ class StreamGuard:
     def _discard(self) -> None:
         self._queue.clear()
         self._held_bytes = 0
+        self.cancel_checks()
+
+    def cancel_checks(self) -> None:
+        """Stops the remote calls in flight (a block, a failure, the client left)."""
+        if self._checks is not None:
+            self._checks.cancel()

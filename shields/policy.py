@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from shields.base import Role, Shield, Stage, Verdict
 from shields.registry import builtin_types
+from shields.remote import RemoteShield, remote_shields
 from shields.spec import ShieldSpecBase, StrictModel
 
 __all__ = [
@@ -98,6 +99,10 @@ class CompiledPolicy:
     output_shields: tuple[Shield, ...]
     source: str
     digest: str  # short content hash, to tell versions of a policy apart in logs and headers
+    # Remote shields (a model or a service judges whole texts), kept apart from the local
+    # scanners above: they are awaited, not fed (``shields.remote``).
+    input_remote: tuple[RemoteShield, ...] = ()
+    output_remote: tuple[RemoteShield, ...] = ()
 
     @property
     def name(self) -> str:
@@ -112,7 +117,16 @@ class CompiledPolicy:
         return self.spec.stream.holdback_chars
 
     def shields(self, stage: Stage) -> tuple[Shield, ...]:
+        """The stage's local shields (scanners)."""
         return self.input_shields if stage is Stage.INPUT else self.output_shields
+
+    def remote(self, stage: Stage) -> tuple[RemoteShield, ...]:
+        """The stage's remote shields."""
+        return self.input_remote if stage is Stage.INPUT else self.output_remote
+
+    @property
+    def has_remote(self) -> bool:
+        return bool(self.input_remote or self.output_remote)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,12 +218,18 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
         raise PolicyError([Problem(source, message, _format_loc(loc)) for loc, message in problems])
     if not digest:
         digest = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
+    local = {
+        stage: tuple(s for s in built if not isinstance(s, RemoteShield))
+        for stage, built in stages.items()
+    }
     return CompiledPolicy(
         spec=spec,
-        input_shields=stages[Stage.INPUT],
-        output_shields=stages[Stage.OUTPUT],
+        input_shields=local[Stage.INPUT],
+        output_shields=local[Stage.OUTPUT],
         source=source,
         digest=digest,
+        input_remote=remote_shields(stages[Stage.INPUT]),
+        output_remote=remote_shields(stages[Stage.OUTPUT]),
     )
 
 

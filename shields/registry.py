@@ -23,6 +23,9 @@ BUILTIN_MODULES = (
     "shields.builtin.secrets",
     "shields.builtin.injection",
     "shields.builtin.pii",
+    "shields.builtin.llm_judge",
+    "shields.builtin.moderation",
+    "shields.builtin.webhook",
 )
 
 

@@ -1,0 +1,83 @@
+"""Running a stage's remote shields on one request: concurrently, bounded, fail closed.
+
+Local shields run first and synchronously (they take microseconds); only when none of them
+blocks are the remote shields asked, on the text as the local shields left it — so a value a
+local shield redacts never reaches a third-party judge, and a local block costs no remote call.
+The remote shields then run at once, side by side; the first enforced block cancels the calls
+still in flight (its answer is final: nothing the others say can unblock the text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from shields.base import Action, Finding
+from shields.remote import (
+    JudgeRequest,
+    RemoteBackends,
+    RemoteShield,
+    failure_finding,
+    failure_kind,
+)
+
+__all__ = ["FailureSink", "blocks", "check_one", "run_remote"]
+
+# Called once per failed remote check with the shield and a bounded kind of failure (for
+# metrics): connect, timeout, status_5xx, bad_answer, ...
+FailureSink = Callable[[RemoteShield, str], None]
+
+
+async def check_one(
+    shield: RemoteShield,
+    request: JudgeRequest,
+    backends: RemoteBackends,
+    policy_on_error: str = "block",
+    on_failure: FailureSink | None = None,
+) -> list[Finding]:
+    """One remote shield's findings; a failure becomes a ``shield_error`` finding (or none)."""
+    try:
+        return await shield.check(request, backends)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        if on_failure is not None:
+            on_failure(shield, failure_kind(exc))
+        return failure_finding(shield, exc, shield.fail_closed(policy_on_error))
+
+
+def blocks(findings: Sequence[Finding], *, enforcing: bool = True) -> bool:
+    return enforcing and any(f.action is Action.BLOCK and not f.monitor for f in findings)
+
+
+async def run_remote(
+    checks: Sequence[tuple[RemoteShield, JudgeRequest]],
+    backends: RemoteBackends,
+    *,
+    policy_on_error: str = "block",
+    enforcing: bool = True,
+    on_failure: FailureSink | None = None,
+) -> list[list[Finding]]:
+    """The findings of each (shield, request) pair, in order; a failed check gives a
+    ``shield_error`` block finding (or nothing, under ``on_error: allow``). Once one check
+    blocks, the others are cancelled and count as having found nothing."""
+    if not checks:
+        return []
+    if len(checks) == 1:
+        shield, request = checks[0]
+        return [await check_one(shield, request, backends, policy_on_error, on_failure)]
+    tasks = [
+        asyncio.ensure_future(check_one(shield, request, backends, policy_on_error, on_failure))
+        for shield, request in checks
+    ]
+    try:
+        for next_done in asyncio.as_completed(tasks):
+            if blocks(await next_done, enforcing=enforcing):
+                break
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        # Let cancelled calls unwind (close their connections) before the caller moves on.
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return [task.result() if task.done() and not task.cancelled() else [] for task in tasks]
