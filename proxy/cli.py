@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from proxy.logs import configure_logging
 from proxy.settings import Settings, read_config_file
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
+from shields.pipeline import BlockingRemote
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
 from shields.routing import PolicySet, load_policy_set
 
@@ -82,12 +84,21 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
     test.add_argument("--allow-empty", action="store_true", help="succeed when no case ran")
     test.add_argument("--explain", action="store_true", help="show what fired for every case")
+    test.add_argument(
+        "--remote",
+        action="store_true",
+        help="call remote shields (llm_judge, moderation, webhook); without it, cases naming "
+        "one are skipped",
+    )
 
     scan = commands.add_parser(
         "scan", help="run a policy over JSON Lines from stdin: {id, text} or {id, messages}"
     )
     scan.add_argument("--policy", help="policy YAML file (default: the packaged default policy)")
     scan.add_argument("--stage", choices=["input", "output"], default="input")
+    scan.add_argument(
+        "--remote", action="store_true", help="call remote shields (default: listed as skipped)"
+    )
     scan.add_argument(
         "--explain", action="store_true", help="add each finding's action and matched text"
     )
@@ -111,13 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         return check_policies(args.paths, sys.stdout)
     if args.command == "test":
-        return run_policy_tests(
-            args.paths,
-            sys.stdout,
-            junit=args.junit,
-            allow_empty=args.allow_empty,
-            explain=args.explain,
-        )
+        with _remote(args.remote) as remote:
+            return run_policy_tests(
+                args.paths,
+                sys.stdout,
+                junit=args.junit,
+                allow_empty=args.allow_empty,
+                explain=args.explain,
+                remote=remote,
+            )
     if args.command == "scan":
         return _scan(args)
     if args.command == "keys":
@@ -132,7 +145,27 @@ def _scan(args: argparse.Namespace) -> int:
         return _fail(f"invalid policy:\n{exc}")
     # Bytes, not text: a line that is not UTF-8 must become an error line, not end the run.
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
-    return scan_lines(policy, Stage(args.stage), stdin, sys.stdout, explain=args.explain)
+    with _remote(args.remote) as remote:
+        return scan_lines(
+            policy, Stage(args.stage), stdin, sys.stdout, explain=args.explain, remote=remote
+        )
+
+
+@contextlib.contextmanager
+def _remote(enabled: bool) -> Iterator[BlockingRemote | None]:
+    """The network for remote shields, only when asked for: offline tools stay offline (and
+    do not import the HTTP stack)."""
+    if not enabled:
+        yield None
+        return
+    from proxy.remote_backends import HttpBackends
+
+    backends = HttpBackends()
+    remote = BlockingRemote(backends)
+    try:
+        yield remote
+    finally:
+        remote.close(backends.close)
 
 
 def _serve_command(args: argparse.Namespace) -> int:

@@ -9,14 +9,13 @@ as the assistant's turn after the request's conversation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from proxy.chat_request import PART_SEPARATOR, ChatRequest, conversation_of
 from proxy.openai_texts import MalformedReply, TextField, reply_fields
 from proxy.stream_checks import RemoteContext
-from shields.base import Action, Finding, Role, Stage
-from shields.pipeline import blocks, run_remote
+from shields.base import Action, Finding, Stage
+from shields.pipeline import blocks, latest_message, run_remote
 from shields.policy import CompiledPolicy
 from shields.remote import JudgeRequest, RemoteShield
 from shields.scan import merge_redactions, redact
@@ -42,7 +41,7 @@ async def check_input_remote(
     checks: list[tuple[RemoteShield, JudgeRequest]] = []
     judged: list[int] = []
     for shield in shields:
-        latest = _latest_message(shield, conversation)
+        latest = latest_message(shield, conversation)
         if latest is None:
             continue
         text = conversation[latest][1]
@@ -104,14 +103,6 @@ async def check_reply_remote(
             per_field = results[k * len(shields) : (k + 1) * len(shields)]
             redacted |= _rewrite([field], [f for found in per_field for f in found])
     return RemoteOutcome(findings, blocked, redacted)
-
-
-def _latest_message(shield: RemoteShield, conversation: Sequence[tuple[Role, str]]) -> int | None:
-    for index in range(len(conversation) - 1, -1, -1):
-        role, text = conversation[index]
-        if text and shield.applies_to(role):
-            return index
-    return None
 
 
 def _fields_by_message(chat: ChatRequest) -> list[list[TextField]]:

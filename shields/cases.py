@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from shields.base import Role, Stage
 from shields.evaluate import Evaluation, evaluate
+from shields.pipeline import BlockingRemote
 from shields.policy import Case, CompiledPolicy
 
 __all__ = ["CaseResult", "run_case", "run_cases"]
@@ -26,18 +27,27 @@ class CaseResult:
         return not self.problems
 
     @property
+    def skipped(self) -> bool:
+        """The case names a remote shield that was not asked (no ``--remote``)."""
+        return self.case.shield is not None and self.case.shield in self.evaluation.skipped
+
+    @property
     def redacted(self) -> str | None:
         return self.evaluation.texts[0].redacted if self.case.text is not None else None
 
 
-def run_case(policy: CompiledPolicy, case: Case) -> CaseResult:
+def run_case(
+    policy: CompiledPolicy, case: Case, *, remote: BlockingRemote | None = None
+) -> CaseResult:
     texts: list[tuple[Role | None, str]]
     if case.messages is not None:
         texts = [(m.role, m.content) for m in case.messages]
     else:
         assert case.text is not None
         texts = [(Role.USER if case.stage is Stage.INPUT else None, case.text)]
-    evaluation = evaluate(policy, case.stage, texts)
+    evaluation = evaluate(policy, case.stage, texts, remote=remote)
+    if case.shield is not None and case.shield in evaluation.skipped:
+        return CaseResult(case, evaluation, ())
     problems = []
     if evaluation.verdict is not case.expect:
         problems.append(f"expected {case.expect.value}, got {evaluation.verdict.value}")
@@ -49,5 +59,5 @@ def run_case(policy: CompiledPolicy, case: Case) -> CaseResult:
     return CaseResult(case, evaluation, tuple(problems))
 
 
-def run_cases(policy: CompiledPolicy) -> list[CaseResult]:
-    return [run_case(policy, case) for case in policy.spec.cases]
+def run_cases(policy: CompiledPolicy, *, remote: BlockingRemote | None = None) -> list[CaseResult]:
+    return [run_case(policy, case, remote=remote) for case in policy.spec.cases]

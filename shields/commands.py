@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from shields.base import Finding, Role, Stage
 from shields.cases import CaseResult, run_case
 from shields.evaluate import Evaluation, evaluate
+from shields.pipeline import BlockingRemote
 from shields.policy import Case, CompiledPolicy, PolicyError, Problem, load_policy, yaml_problem
 from shields.routing import CASES_SUFFIX, load_policy_set
 from shields.routing import policy_files as directory_policy_files
@@ -70,6 +71,7 @@ class _Outcome:
     name: str
     seconds: float
     problems: list[str] = field(default_factory=list)
+    skipped: bool = False
 
 
 def _sibling_cases(path: Path) -> tuple[list[Case], list[Problem]]:
@@ -116,7 +118,9 @@ def _explain(findings: Iterable[Finding]) -> list[str]:
     ]
 
 
-def _run_file(path: Path, explain: bool, out: TextIO) -> list[_Outcome]:
+def _run_file(
+    path: Path, explain: bool, out: TextIO, remote: BlockingRemote | None
+) -> list[_Outcome]:
     try:
         policy = load_policy(path)
     except PolicyError as exc:
@@ -131,13 +135,19 @@ def _run_file(path: Path, explain: bool, out: TextIO) -> list[_Outcome]:
     labelled += [(f"{CASES_SUFFIX.lstrip('.')}[{i}]", c) for i, c in enumerate(extra)]
     for label, case in labelled:
         started = time.perf_counter()
-        result = _checked_case(policy, case)
+        result = _checked_case(policy, case, remote)
         outcome = _Outcome(
-            str(path), _case_name(case, label), time.perf_counter() - started, list(result.problems)
+            str(path),
+            _case_name(case, label),
+            time.perf_counter() - started,
+            list(result.problems),
+            result.skipped,
         )
         outcomes.append(outcome)
-        status = "PASS" if result.passed else "FAIL"
+        status = "SKIP" if result.skipped else "PASS" if result.passed else "FAIL"
         out.write(f"{status} {path}: {outcome.name}\n")
+        if result.skipped:
+            out.write(f"    remote shield {case.shield!r} not called (use --remote)\n")
         for reason in result.problems:
             out.write(f"    {reason}\n")
         if explain or not result.passed:
@@ -146,12 +156,13 @@ def _run_file(path: Path, explain: bool, out: TextIO) -> list[_Outcome]:
     return outcomes
 
 
-def _checked_case(policy: CompiledPolicy, case: Case) -> CaseResult:
-    if case.shield is not None and case.shield not in {s.id for s in policy.shields(case.stage)}:
+def _checked_case(policy: CompiledPolicy, case: Case, remote: BlockingRemote | None) -> CaseResult:
+    ids = {s.id for s in policy.shields(case.stage) + policy.remote(case.stage)}
+    if case.shield is not None and case.shield not in ids:
         evaluation = Evaluation(verdict=case.expect, texts=(), request_findings=())
         problem = f"no {case.stage.value} shield has id {case.shield!r}"
         return CaseResult(case, evaluation, (problem,))
-    return run_case(policy, case)
+    return run_case(policy, case, remote=remote)
 
 
 def run_policy_tests(
@@ -161,13 +172,18 @@ def run_policy_tests(
     junit: Path | None = None,
     allow_empty: bool = False,
     explain: bool = False,
+    remote: BlockingRemote | None = None,
 ) -> int:
-    """Runs every policy's cases; ``N passed, M failed``; exit 1 on failure or when none ran."""
+    """Runs every policy's cases; ``N passed, M failed``; exit 1 on failure or when none ran.
+
+    Without ``remote``, remote shields are not called: cases naming one are skipped."""
     files = policy_files(paths)
-    outcomes = [outcome for path in files for outcome in _run_file(path, explain, out)]
+    outcomes = [outcome for path in files for outcome in _run_file(path, explain, out, remote)]
     failed = sum(1 for o in outcomes if o.problems)
-    passed = len(outcomes) - failed
-    out.write(f"{passed} passed, {failed} failed\n")
+    skipped = sum(1 for o in outcomes if o.skipped)
+    passed = len(outcomes) - failed - skipped
+    summary = f"{passed} passed, {failed} failed"
+    out.write(summary + (f", {skipped} skipped\n" if skipped else "\n"))
     if junit is not None:
         _write_junit(junit, outcomes)
     if failed:
@@ -200,6 +216,8 @@ def _write_junit(path: Path, outcomes: list[_Outcome]) -> None:
                 name=outcome.name,
                 time=f"{outcome.seconds:.6f}",
             )
+            if outcome.skipped:
+                ElementTree.SubElement(case, "skipped", message="remote shield not called")
             if outcome.problems:
                 failure = ElementTree.SubElement(case, "failure", message=outcome.problems[0])
                 failure.text = "\n".join(outcome.problems)
@@ -301,8 +319,11 @@ def scan_lines(
     out: TextIO,
     *,
     explain: bool = False,
+    remote: BlockingRemote | None = None,
 ) -> int:
-    """JSON Lines in, one verdict line out per input line; exit 1 if any line was unreadable."""
+    """JSON Lines in, one verdict line out per input line; exit 1 if any line was unreadable.
+
+    Without ``remote``, remote shields are not called (each result lists them as skipped)."""
     errors = 0
     for number, line in _lines(lines):
         record: Any = None
@@ -316,8 +337,10 @@ def scan_lines(
             out.write(json.dumps({"id": record_id, "line": number, "error": reason}) + "\n")
             out.flush()
             continue
-        evaluation = evaluate(policy, stage, texts)
+        evaluation = evaluate(policy, stage, texts, remote=remote)
         result = _scan_result(record, evaluation, is_messages, explain)
+        if evaluation.skipped:
+            result["skipped"] = list(evaluation.skipped)
         out.write(json.dumps(result, ensure_ascii=False) + "\n")
         out.flush()  # one verdict per line as it comes, also behind a pipe (`tail -f | scan`)
     return 1 if errors else 0

@@ -10,9 +10,10 @@ still in flight (its answer is final: nothing the others say can unblock the tex
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
-from shields.base import Action, Finding
+from shields.base import Action, Finding, Role
 from shields.remote import (
     JudgeRequest,
     RemoteBackends,
@@ -21,7 +22,14 @@ from shields.remote import (
     failure_kind,
 )
 
-__all__ = ["FailureSink", "blocks", "check_one", "run_remote"]
+__all__ = [
+    "BlockingRemote",
+    "FailureSink",
+    "blocks",
+    "check_one",
+    "latest_message",
+    "run_remote",
+]
 
 # Called once per failed remote check with the shield and a bounded kind of failure (for
 # metrics): connect, timeout, status_5xx, bad_answer, ...
@@ -44,6 +52,41 @@ async def check_one(
         if on_failure is not None:
             on_failure(shield, failure_kind(exc))
         return failure_finding(shield, exc, shield.fail_closed(policy_on_error))
+
+
+def latest_message(shield: RemoteShield, conversation: Sequence[tuple[Role, str]]) -> int | None:
+    """The index of the latest non-empty message the shield applies to: what it judges at the
+    input stage (with the conversation up to it as context)."""
+    for index in range(len(conversation) - 1, -1, -1):
+        role, text = conversation[index]
+        if text and shield.applies_to(role):
+            return index
+    return None
+
+
+class BlockingRemote:
+    """Remote checks for synchronous callers (``shieldgate test --remote``, ``scan --remote``):
+    one private event loop for the whole command, so clients and connections are reused."""
+
+    def __init__(self, backends: RemoteBackends) -> None:
+        self.backends = backends
+        self._runner = asyncio.Runner()
+
+    def run(
+        self,
+        checks: Sequence[tuple[RemoteShield, JudgeRequest]],
+        *,
+        policy_on_error: str = "block",
+        enforcing: bool = True,
+    ) -> list[list[Finding]]:
+        return self._runner.run(
+            run_remote(checks, self.backends, policy_on_error=policy_on_error, enforcing=enforcing)
+        )
+
+    def close(self, closing: Callable[[], Coroutine[Any, Any, None]] | None = None) -> None:
+        if closing is not None:
+            self._runner.run(closing())
+        self._runner.close()
 
 
 def blocks(findings: Sequence[Finding], *, enforcing: bool = True) -> bool:
