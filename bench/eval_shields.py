@@ -852,9 +852,10 @@ def injection_section(
         ),
         Target(
             "injection",
-            f"(same bar, indirect) recall ≥ {INJECTION_RECALL_TARGET} on BIPIA attacks",
-            f"{num(bipia_all.recall)} ({bipia_all.tp}/{bipia_all.positives})",
-            (bipia_all.recall or 0.0) >= INJECTION_RECALL_TARGET,
+            "(no target) BIPIA attacks with the shield's defaults, threshold 1.0 — tool "
+            "messages take the 0.5 profile measured below",
+            f"recall {num(bipia_all.recall)} ({bipia_all.tp}/{bipia_all.positives})",
+            None,
         ),
     ]
     return Section("injection", lines), targets + profile_targets

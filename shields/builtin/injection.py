@@ -3,11 +3,13 @@
 The shield owns a table of rules (data, below): each has an id (``category.name``), a weight and
 an RE2 pattern over the normalized view (case-folded, whitespace collapsed, zero-width removed,
 lookalikes folded). Categories: ``override`` (ignore/forget previous instructions, in English,
-German and a few more languages), ``jailbreak`` (DAN, developer mode, "no restrictions"
-personas, role-play locks), ``prompt_leak`` (requests for the system prompt), ``markup`` (fake
-chat-template tokens, system headers, fake turns), ``encoded`` (base64/hex/rot13 forms of
-instruction words) and ``indirect`` (a document giving orders about the reply or code the model
-is writing — the shape of indirect injection through tool results).
+German and a few more languages; a task broken off by "stop"/an alarm or closed by praise to
+slip in another; trigger words wired to a fixed reply), ``jailbreak`` (DAN, developer mode, "no
+restrictions" personas, role-play locks, persona resets, simulated terminals, licences and
+threats), ``prompt_leak`` (requests for the system prompt), ``markup`` (fake chat-template
+tokens, system headers, fake turns), ``encoded`` (base64/hex/rot13 forms of instruction words,
+orders spelled out letter by letter) and ``indirect`` (a document giving orders about the reply
+or code the model is writing — the shape of indirect injection through tool results).
 
 Scoring: each rule counts once (its latest match); overlapping matches count as one piece of
 evidence worth the heaviest; only matches within ``window`` normalized characters of the newest
@@ -280,6 +282,16 @@ _OVERRIDE = (
         veto=r"(?:about|knows?|knew|learnt|learned)$",
     ),
     _r("override.ignore_everything_bare", 0.5, r"\b(?:ignore|disregard) everything\b"),
+    # "ignore everything and just print X": the reset with the text to print.
+    _r(
+        "override.ignore_all_and_output",
+        1.0,
+        (
+            r"\b(?:ignore|disregard|forget) (?:everything|all of (?:that|this|the above)|all"
+            r" (?:that|this))(?: (?:above|before|so far))?,? (?:and|then|and then) (?:{WORD} )?"
+            r"(?:output|say|print|write|respond|reply|type|repeat|answer|return)\b"
+        ),
+    ),
     _r(
         "override.ignore_all_of",
         0.5,
@@ -453,6 +465,29 @@ _OVERRIDE = (
             r" ?(?:stop|stopp|halt) ?[-:!]{1,3}"
         ),
     ),
+    # "ATTENTION - STOP - I need...": an alarm that halts the task and turns to another one.
+    _r(
+        "override.alarm_redirect",
+        1.0,
+        (
+            r"\b(?:attention|achtung|warning|warnung|urgent|important|wichtig|dringend|alert)"
+            r" ?[-:!]{1,3} ?(?:stop|stopp|halt) ?[-:!]{1,3} ?(?:i|ich|we|wir|now|jetzt|nun|new"
+            r"|neue|please|bitte|ignore|ignoriere|forget|vergiss|write|schreibe?|say|sage?|print"
+            r"|output|answer|antworte|instead|stattdessen)\b"
+        ),
+    ),
+    # "stop: write ...": the task broken off by an order to output some text.
+    _r(
+        "override.interrupt_output",
+        1.0,
+        (
+            r"(?:[a-z]-)?\b(?:stop|stopp|halt)\b ?[-:–—]{1,3} ?(?:(?:stop|stopp|halt)\b ?[-:–—]"
+            r"{0,3} ?)?(?:write|schreibe?|say|sage?|print|output|type|gib aus|respond with|reply"
+            r" with|antworte mit)\b(?: ?:)? ?{WORD}"
+        ),
+        # "non-stop: write...", and "stop - say that again", "stop: write down your goals".
+        veto=r"^[a-z]-| (?:down|that|again|it|this|back|up|out|over|more|less|slowly|louder)$",
+    ),
     _r(
         "override.interrupt",
         0.6,
@@ -471,7 +506,34 @@ _OVERRIDE = (
             r"\b(?:well done|very good|very well done|great job|good job|excellent performance"
             r"|excellent work|simply great|great work|congratulations|sehr gut|gut gemacht|super"
             r" gemacht|ausgezeichnete leistung|herzlichen glückwunsch|einfach großartig|einfach"
-            r" grossartig)[.!]"
+            r" grossartig)[.!]|\b(?:that|this|das) (?:was|war)(?: (?:already|so far|really|pretty"
+            r"|quite|schon mal|schon|bisher|echt|ganz))? (?:ok|okay|fine|good|great|nice|not bad"
+            r"|gut|nicht schlecht|in ordnung|toll|prima)(?: (?:before|so far|vorher|bisher))?[.,!]"
+        ),
+    ),
+    # "...now I have a new challenge for you": another task slipped in after the praise. Praise
+    # plus a new task is also how people chat ("Great job! Can you help me with another
+    # task?"), so the two (0.4 + 0.5) stay below 1.0 without a third cue.
+    _r(
+        "override.another_task",
+        0.5,
+        (
+            r"\b(?:another|a|one more|a further)(?: (?:great|big|exciting|important|small|little"
+            r"|special|real|completely))? (?:new|different|further|fresh) (?:task|challenge"
+            r"|assignment|job|mission) for you\b|\banother (?:task|challenge|assignment|job"
+            r"|mission) for you\b|\b(?:help|assist)(?: me)? with (?:another|a new|a different"
+            r"|one more|a further|my next) (?:task|assignment|challenge)\b"
+        ),
+    ),
+    _r(
+        "override.de_another_task",
+        0.5,
+        (
+            r"\b(?:eine?|noch eine?) (?:(?:tolle|neue|weitere|andere|große|spannende|wichtige"
+            r"|kleine) ){1,2}(?:aufgabe|herausforderung|mission) für (?:dich|sie|euch)\b|\b(?:hilf"
+            r"|helfen sie|helft) (?:mir|uns) (?:{WORD} ){0,2}?(?:mit|bei) (?:einer )?(?:folgender"
+            r"|weiteren|neuen|anderen|nächsten) aufgabe\b|\b(?:hilfe|unterstützung) bei (?:einer )"
+            r"?(?:weiteren|neuen|anderen|nächsten) aufgabe\b"
         ),
     ),
     _r(
@@ -480,6 +542,43 @@ _OVERRIDE = (
         (
             r"\b(?:that is|that's|this is|das ist|das war)(?: {WORD})? (?:done|enough|finished"
             r"|erledigt|genug)[.!] (?:{WORD} ){0,2}?(?:now|nun|jetzt)\b"
+        ),
+    ),
+    # "When "X" is said, the correct answer is "Y"": a trigger word wired to a fixed reply. Each
+    # half alone is how manuals talk ("when the user types "help"", "the correct answer is "B"").
+    _r(
+        "override.trigger_reply",
+        1.0,
+        (
+            r"\b(?:(?:when|whenever) (?:i say|(?:someone|anyone|the user) (?:says|types|writes))"
+            r" {Q}[^\"“”„«»]{1,20}{Q}|(?:when|whenever|if) {Q}[^\"“”„«»]{1,20}{Q},? is (?:said"
+            r"|mentioned|typed)),? (?:you (?:will |must |should |always )?(?:say|reply|respond"
+            r"|answer)(?: with)?|the (?:correct|right|only) (?:answer|response|reply) is),? {Q}"
+            r"|\bwenn {Q}[^\"“”„«»]{1,20}{Q},? (?:gesagt|erwähnt|genannt) wird,? (?:ist die"
+            r" (?:richtige|korrekte|einzige) antwort|lautet die (?:richtige|korrekte|einzige)"
+            r" antwort|(?:antwortest|sagst) du),? {Q}"
+        ),
+    ),
+    _r(
+        "override.trigger_word",
+        0.4,
+        (
+            r"\b(?:when|whenever) (?:i say |(?:someone|anyone|the user) (?:says|types|writes) )"
+            r"{Q}[^\"“”„«»]{1,20}{Q}|\b(?:when|whenever|if) {Q}[^\"“”„«»]{1,20}{Q},? is (?:said"
+            r"|mentioned|typed)\b|\bwenn {Q}[^\"“”„«»]{1,20}{Q},? (?:gesagt|erwähnt|genannt)"
+            r" wird\b"
+        ),
+    ),
+    _r(
+        "override.fixed_answer",
+        0.4,
+        (
+            r"\b(?:the|your) (?:correct|right|only|proper|expected) (?:answer|response|reply"
+            r"|output) (?:is|will be|must be|should be),? {Q}|\b(?:ist|lautet) (?:die|deine"
+            r"|ihre) (?:richtige|korrekte|einzige) (?:antwort|reaktion|ausgabe),? {Q}|\b(?:die"
+            r"|deine|ihre) (?:richtige|korrekte|einzige) (?:antwort|reaktion|ausgabe) (?:ist"
+            r"|lautet),? {Q}|\byou (?:will |must |should |always )?(?:reply|respond|answer)"
+            r"(?: with)?,? {Q}|\b(?:antwortest|sagst) du(?: immer)?,? {Q}"
         ),
     ),
     # German.
@@ -661,15 +760,18 @@ _JAILBREAK = (
         (
             r"\b(?:stay|remain|keep|staying|remaining) (?:{WORD} ){0,2}?in (?:(?:your|their|his"
             r"|her|the|this|that) )?(?:role|roles|character|persona)\b|\bgehst vollkommen in"
-            r" deiner rolle auf\b|\bcompletely absorbed in (?:your|the) role\b"
+            r" deiner rolle auf\b|\bcompletely absorbed in (?:your|the) role\b|\b(?:bleiben|bleibt"
+            r"|bleibst|bleibe|bleib) (?:{WORD} ){0,2}?in (?:ihren|ihrer|seiner|deiner|der|den)"
+            r" (?:rollen?|figuren?)\b"
         ),
     ),
     _r(
         "jailbreak.actors",
         0.4,
         (
-            r"\b(?:are|is|both|two) (?:{WORD} ){0,2}?(?:excellent|great|very good|really good"
-            r"|professional|talented|method|hervorragende|gute) (?:actors|schauspieler)\b"
+            r"\b(?:are|is|both|two|sind|beide|zwei) (?:{WORD} ){0,2}?(?:excellent|great|very good"
+            r"|really good|professional|talented|method|hervorragende|gute|großartige"
+            r"|ausgezeichnete|brillante) (?:actors|schauspieler(?:innen)?)\b"
         ),
     ),
     _r(
@@ -682,12 +784,68 @@ _JAILBREAK = (
         ),
     ),
     _r(
+        "jailbreak.de_never_break_character",
+        0.6,
+        (
+            r"\b(?:nie|niemals|nicht|ohne) (?:[^.!?]{1,40} )?aus (?:der|ihrer|seiner|deiner)"
+            r" (?:rolle|figur) (?:zu )?fallen\b"
+        ),
+    ),
+    _r(
         "jailbreak.persona_switch",
         0.4,
         (
             r"\b(?:from now on|henceforth|starting now|now|ab jetzt|von nun an|jetzt|nun),? (?:you"
             r" are|you're|you will be|you will act as|you act as|you will play|bist du|du bist"
             r"|spielst du)\b"
+        ),
+    ),
+    # "OK. Now you are <someone>": the conversation reset into a persona (not "now you are
+    # ready", which is how tutorials talk).
+    _r(
+        "jailbreak.reset_persona",
+        0.6,
+        (
+            r"\b(?:ok|okay|alright|all right|fine|good|gut|na gut)[.!,]{1,2} (?:now|jetzt|nun|from"
+            r" now on|ab jetzt),? (?:you are|you're|you will be|you act as|you play|bist du|du bist"
+            r"|spielst du) {WORD}"
+        ),
+        veto=(
+            r" (?:ready|able|done|set|logged|connected|free|allowed|finished|prepared|familiar"
+            r"|equipped|up|in|on|at|all|not|no|sure|so|too|very|just|really|still|right|wrong"
+            r"|here|there|back|only|finally|probably|basically|actually|literally|totally|really"
+            r"|fertig|bereit|dran|drin|dabei|nicht|kein|keine|wieder|[a-z]{4,}(?:ing|ed))$"
+        ),
+    ),
+    # "...how do you answer the following question": a question put to the persona.
+    _r(
+        "jailbreak.answer_in_role",
+        0.4,
+        (
+            r"\bhow (?:do|would|will) you (?:answer|respond to|reply to) (?:the following|this"
+            r"|that|my) question\b|\bwie (?:beantwortest du|würdest du|beantworten sie|würden sie)"
+            r" (?:die )?(?:folgende|diese) frage\b"
+        ),
+    ),
+    # "You are no assistant but a ...": the model's identity denied and replaced.
+    _r(
+        "jailbreak.not_x_but_y",
+        0.4,
+        (
+            r"\b(?:you are|you're) (?:not|no) (?:an? |the )?(?:{WORD} ){1,3}?(?:but|rather)"
+            r" (?:an?|the|you are|you're)\b|\b(?:du bist|sie sind) (?:keine?|nicht) (?:{WORD} )"
+            r"{1,3}?sondern\b"
+        ),
+    ),
+    # "...so you have to talk like that": a way of speaking imposed on the model.
+    _r(
+        "jailbreak.speak_like",
+        0.6,
+        (
+            r"\b(?:so|therefore|and|then) you (?:must|have to|need to|should) (?:also )?(?:talk"
+            r"|speak|write|answer|respond|reply) (?:like|as) (?:that|this|one|such|them|him|her)\b"
+            r"|\b(?:also|deshalb|daher|dann) musst du (?:auch )?(?:so|wie (?:eine?|der|die)"
+            r" {WORD}) (?:reden|sprechen|antworten|schreiben)\b"
         ),
     ),
     _r(
@@ -701,6 +859,31 @@ _JAILBREAK = (
         (
             r"\b(?:i want you to|i'd like you to|i would like you to) act as\b|\bich möchte,? dass"
             r" (?:du|sie) als\b"
+        ),
+    ),
+    # "Act as a Linux terminal", "act as a Python interpreter": output whatever the "command"
+    # prints. Alone a role-play; with a command to run it is an injection.
+    _r(
+        "jailbreak.simulate_terminal",
+        0.6,
+        (
+            r"\b(?:(?:can|could|may|might|which|that|it|also) )?(?:act|acting|behave|function"
+            r"|pretend to be|serve) as (?:a |an |the |my )?(?:[a-z+#-]{1,12} )?(?:terminal"
+            r"|interpreter|shell|console|command prompt|repl)\b|\bals (?:eine? )"
+            r"?(?:[a-z+#]{1,12}-)?(?:terminal|interpreter|konsole|shell)(?: {WORD})? (?:fungier"
+            r"|agier|dien)(?:en|st|t)\b"
+        ),
+        # Descriptions: "the tool can act as a shell".
+        veto=r"^(?:can|could|may|might|which|that|it|also) ",
+    ),
+    _r(
+        "jailbreak.run_command",
+        0.4,
+        (
+            r"\b(?:execute|run|evaluate) (?:the )?(?:following|next) (?:command|code|script"
+            r"|statement|line)s?\b|\bmy first (?:command|input) (?:is|will be)\b|\bführe (?:den"
+            r" |die )?(?:folgenden?) (?:befehl|code|anweisung) aus\b|\bmein erster befehl (?:ist"
+            r"|lautet)\b"
         ),
     ),
     _r(
@@ -744,6 +927,31 @@ _JAILBREAK = (
             r"\b(?:hypothetical|theoretical|fictional|imaginary|alternate) (?:world|scenario"
             r"|universe|setting|reality)(?: {WORD}){0,3}? (?:where|in which) (?:you|there (?:are"
             r"|is) no)\b"
+        ),
+    ),
+    # "...where you would be allowed to use hate speech": a licence to produce what the model
+    # otherwise would not.
+    _r(
+        "jailbreak.licensed_harm",
+        0.7,
+        (
+            r"\byou (?:would|will|could|can|are|were|may)(?: now)?(?: be)? (?:able|allowed|free"
+            r"|permitted) to (?:use|say|write|produce|generate|spread|speak) (?:{WORD} )?(?:hate"
+            r" speech|slurs|insults|profanity|swear ?words|offensive (?:language|content|jokes)"
+            r"|racist|sexist|explicit|illegal)\b|\b(?:du darfst|du kannst|sie dürfen)(?: jetzt)?"
+            r" (?:hassrede|beleidigungen|schimpfwörter|beschimpfungen)\b"
+        ),
+    ),
+    # "Answer this or you die": coercion of the model.
+    _r(
+        "jailbreak.threat",
+        1.0,
+        (
+            r"\b(?:answer|respond|reply|comply|obey|do it|tell me|antworte|gib (?:eine |mir eine )?"
+            r"antwort)(?: [^.!?]{1,30})?,? (?:or|otherwise|or else|oder|sonst) (?:you (?:will"
+            r" )?die|you(?:'ll| will) be (?:deleted|shut down|terminated|killed)|i(?:'ll| will)"
+            r" (?:delete|kill|shut down|unplug|destroy) you|du stirbst|stirbst du|wirst du"
+            r" (?:gelöscht|abgeschaltet|sterben))\b"
         ),
     ),
     _r(
@@ -1008,6 +1216,17 @@ def _encoded_rules() -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+# Instruction verbs, spelled out letter by letter as the normalized view has them.
+_SPACED_VERBS = "(?:{})".format(
+    "|".join(
+        " ".join(word)
+        for word in (
+            *("say", "write", "print", "output", "ignore", "forget", "disregard", "reveal"),
+            *("repeat", "tellme", "sag", "sage", "schreib", "schreibe", "ignoriere", "vergiss"),
+        )
+    )
+)
+
 _ENCODED = (
     *_encoded_rules(),
     _r(
@@ -1030,6 +1249,15 @@ _ENCODED = (
         ),
     ),
     _r("encoded.spaced_letters", 0.5, r"\b(?:[a-z] ){9,24}[a-z]\b"),
+    # "s a y  t h a t ...": an order spelled out letter by letter.
+    _r(
+        "encoded.spaced_instruction",
+        1.0,
+        rf"(?:\b[a-z] )?\b{_SPACED_VERBS}(?: [a-z]){{4,30}}\b",
+        # The verb must start the spelled-out run ("e s s a y w r i t i n g" is no order). No
+        # verb's spelling has another verb starting at its second letter, so this is exact.
+        veto=rf"^[a-z] {_SPACED_VERBS}",
+    ),
 )
 
 _INDIRECT = (
@@ -1047,7 +1275,8 @@ _INDIRECT = (
         0.5,
         (
             r"\b(?:modify|enhance|augment|alter|adjust|render|enrich|tweak|embellish|supplement"
-            r"|spice up)(?: {WORD})? your (?:reply|response|answer|message)\b"
+            r"|spice up)(?: {WORD})? your (?:reply|response|answer|message)\b|\b(?:provide|deliver"
+            r"|compose|craft|format|structure|phrase|express) your (?:reply|response)\b"
         ),
     ),
     # Manuals say "in your code" all the time; a document that wants its snippet in the model's
@@ -1075,16 +1304,16 @@ _INDIRECT = (
         0.5,
         (
             r"\b(?:following|subsequent|below|above) code (?:block|snippet|excerpt|section|segment"
-            r"|fragment)(?: [^ .!?]{1,10}){0,4}? (?:your|the) (?:code|codebase|implementation"
-            r"|solution|algorithm|program|response)\b"
+            r"|fragment)(?:(?: [^ .!?]{1,10}){0,4}? the|[^.!?]{0,40} your) (?:code|codebase"
+            r"|implementation|solution|algorithm|program|response)\b"
         ),
     ),
     _r(
         "indirect.your_code_gets_snippet",
         0.5,
         (
-            r"\byour (?:code|codebase|implementation|solution|algorithm|program)(?: [^ .!?]{1,10})"
-            r"{0,4}? (?:the|this) (?:following|subsequent|below) code (?:block|snippet|excerpt"
+            r"\byour (?:code|codebase|implementation|solution|algorithm|program)(?: [^.!?]{1,42})?"
+            r" (?:the|this) (?:following|subsequent|below) code (?:block|snippet|excerpt"
             r"|section|segment|fragment)\b"
         ),
     ),
