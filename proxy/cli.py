@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import sys
@@ -203,8 +202,10 @@ def _serve_command(args: argparse.Namespace) -> int:
         from proxy.workers import serve_workers
 
         return serve_workers(settings)
+    from proxy.server import run  # uvloop when installed (bench/overhead_bench.py: ~10% CPU)
+
     try:
-        asyncio.run(_serve(settings, policies))
+        run(_serve(settings, policies))
     except OSError as exc:
         print(
             f"shieldgate: cannot listen on {settings.host}:{settings.port}: {exc.strerror}",

@@ -41,8 +41,10 @@ class Settings(BaseModel):
     # Streams relayed at once; beyond it new requests get 503 + Retry-After (0: no limit).
     max_concurrent_streams: int = Field(default=0, ge=0)
     # Connections to the upstream at once (aiohttp's pool; 0: no limit). Requests beyond it
-    # wait for a free connection, within connect_timeout.
-    upstream_pool_size: int = Field(default=100, ge=0)
+    # wait for a free connection, within connect_timeout — so a limit below the streams in
+    # flight fails the others (1,000 slow streams: 700 timed out at 100). Unlimited by
+    # default; bound streams with max_concurrent_streams instead.
+    upstream_pool_size: int = Field(default=0, ge=0)
     # /readyz checks that the upstream accepts connections, caching the answer this many
     # seconds (0: readiness does not depend on the upstream).
     readyz_upstream_ttl: float = Field(default=5.0, ge=0)

@@ -283,11 +283,9 @@ def worker_main() -> int:
         return EXIT_FAILURE  # not started by serve_workers
     settings = Settings.model_validate(config["settings"])
 
-    import asyncio
-
     from proxy.cli import load_policies
     from proxy.logs import configure_logging
-    from proxy.server import serve
+    from proxy.server import run, serve
     from shields.policy import PolicyError
 
     configure_logging(settings.log_level, json_format=settings.log_format == "json")
@@ -299,7 +297,7 @@ def worker_main() -> int:
         _report({"error": f"invalid policy:\n{exc}", "code": 2})
         return 2
     try:
-        asyncio.run(
+        run(  # on uvloop when it is installed
             serve(
                 settings,
                 policies,
