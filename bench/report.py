@@ -192,8 +192,9 @@ def memory_section(doc: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "per stream = (RSS all open − RSS before) / streams. With a shield that holds back text "
-        "(the default policy), a stream keeps the events it holds — each as received and as "
-        "parsed JSON — until the characters after them are scanned, so its memory grows with "
+        "(the default policy), a stream keeps the events it holds — their bytes as received, "
+        "parsed again only to redact — until the characters after them are scanned, so its "
+        "memory grows with "
         "the events in its hold-back window (the plot's rising line), then stays flat.",
     ]
     return lines
