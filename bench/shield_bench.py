@@ -21,17 +21,22 @@ What is measured
                          to other roles do not run; the proxy never streams input, so its
                          streamed rows only show the shields' streaming cost)
     ``(no shields)``     ``TextScan`` with no shield: the engine's own cost (normalization:
-                         NFKC, case folding, confusables, the offset map), which every other
-                         row includes and which bounds every shield's throughput
+                         NFKC, case folding, confusables, the offset map), which every row
+                         with a shield that reads the normalized view includes (a TextScan
+                         whose shields all read the original text, like ``secrets`` or
+                         ``invisible_text`` alone, skips it)
 
-    Each is fed three ways: ``whole`` (one ``feed`` of the whole text, as the input stage checks
-    a message), ``4-char`` (one ``feed`` per 4 characters: one feed per token-sized SSE delta,
-    the worst case of streaming) and ``256-char`` (one ``feed`` per 256 characters). The proxy's
-    stream guard does not scan per event: it buffers the deltas of one network read and scans
-    them with one ``feed`` (``proxy/stream_guard.py``), and a fast upstream packs many deltas
-    into a read, so ``256-char`` is closer to what a proxied stream costs, while ``4-char`` is
-    the bound for an upstream that sends one tiny delta per read. Each run also checks that the
-    streamed findings equal the whole-text findings (``same``).
+    Each is fed four ways: ``whole`` (one ``feed`` of the whole text, as the input stage checks
+    a message), ``4-char`` (one ``feed`` per 4 characters, each scanned at once: one scan per
+    token-sized SSE delta, the worst case of streaming), ``256-char`` (one ``feed`` per 256
+    characters, each scanned at once) and ``4-char batch 256`` (one ``feed`` per 4 characters
+    into ``TextScan(batch=256)``, which buffers feeds and scans them 256 characters at a time:
+    the same scans as ``256-char`` plus the cost of 250,000 calls). The proxy's stream guard
+    does not scan per event: it buffers the deltas of one network read and scans them with one
+    ``feed`` (``proxy/stream_guard.py``), and a fast upstream packs many deltas into a read, so
+    ``256-char`` and ``4-char batch 256`` are closer to what a proxied stream costs, while
+    ``4-char`` is the bound for an upstream that sends one tiny delta per read. Each run also
+    checks that the streamed findings equal the whole-text findings (``same``).
 
     Finally the ReDoS case of issue 3: the policy pattern ``(a+)+$`` through the regex shield
     (RE2) against 100,000 "a"s, and against 100,000 "a"s followed by "!" (the input that makes a
@@ -47,13 +52,13 @@ How to read the numbers
     slower a streamed feed is than the whole text. Targets from issue 3, on the 2-core machine:
     denylist with 10,000 phrases >= 50 MB/s, secrets >= 30 MB/s, pii >= 10 MB/s, the default
     policy as a whole >= 10 MB/s (judged on the whole-text feed; both default-policy stages are
-    judged); streaming within 2x of whole-text with the same findings (judged for each chunk
-    size). PASS / MISS is by the wall clock, with the CPU-time verdict added when it differs.
-    ``(no shields)`` is the floor every other row sits on: a shield cannot be faster than the
-    normalization it shares. A run that exceeds ``--max-seconds`` is stopped and its rate
-    computed on the part fed (marked ``~``, judged MISS). The 1-minute load average is printed
-    before and after, with a caveat when other work ran meanwhile: wall-clock figures from
-    different runs are only comparable at similar load.
+    judged); streaming within 2x of whole-text with the same findings (judged for each feed
+    mode). PASS / MISS is by the wall clock, with the CPU-time verdict added when it differs.
+    ``(no shields)`` is the floor of every row that reads the normalized view: such a shield
+    cannot be faster than the normalization it shares. A run that exceeds ``--max-seconds`` is
+    stopped and its rate computed on the part fed (marked ``~``, judged MISS). The 1-minute
+    load average is printed before and after, with a caveat when other work ran meanwhile:
+    wall-clock figures from different runs are only comparable at similar load.
 
 Run it from the repository root with the project installed:
 ``python bench/shield_bench.py [--size 1000000] [--repeat 3] [--max-seconds 120] [--json FILE]``.
@@ -99,7 +104,11 @@ MB = 1_000_000
 SEED = 20261202
 DENYLIST_SIZE = 10_000
 DENYLIST_HITS = 25  # phrases taken from the text itself, so that the list does match
-CHUNKS = (4, 256)
+# Streamed feeds: (characters per ``TextScan.feed``, the TextScan's ``batch``). With batch 0
+# every feed is scanned at once; with a batch, feeds wait in TextScan's buffer until that many
+# characters are there and are scanned together.
+BATCH = 256
+FEEDS = ((4, 0), (256, 0), (4, BATCH))
 STREAM_RATIO_TARGET = 2.0
 REDOS_LENGTH = 100_000
 REDOS_PYTHON_LENGTH = 20
@@ -303,13 +312,15 @@ def key(finding: Finding) -> tuple[str, str, int, int]:
     return (finding.shield_id, finding.label, finding.start, finding.end)
 
 
-def scan_once(config: Config, text: str, chunk: int | None, max_seconds: float) -> Run:
+def scan_once(
+    config: Config, text: str, chunk: int | None, max_seconds: float, batch: int = 0
+) -> Run:
     gc.collect()
     gc.disable()
     try:
         start = time.perf_counter()
         cpu_start = time.process_time()
-        scan = TextScan(config.shields, holdback=config.holdback, role=config.role)
+        scan = TextScan(config.shields, holdback=config.holdback, role=config.role, batch=batch)
         found: list[Finding] = []
         if chunk is None:
             found += scan.feed(text)
@@ -336,6 +347,7 @@ def scan_once(config: Config, text: str, chunk: int | None, max_seconds: float) 
 @dataclass(slots=True)
 class Mode:
     chunk: int | None
+    batch: int  # TextScan's batch (0: every feed scanned at once)
     mb_s: float  # best of the runs, wall clock
     cpu_mb_s: float  # best of the runs, CPU time
     best_s: float
@@ -348,11 +360,16 @@ class Mode:
 
 
 def measure(
-    config: Config, text: str, chunk: int | None, repeat: int, max_seconds: float
+    config: Config,
+    text: str,
+    chunk: int | None,
+    repeat: int,
+    max_seconds: float,
+    batch: int = 0,
 ) -> tuple[Mode, tuple[tuple[str, str, int, int], ...]]:
     runs: list[Run] = []
     for _ in range(repeat):
-        run = scan_once(config, text, chunk, max_seconds)
+        run = scan_once(config, text, chunk, max_seconds, batch)
         runs.append(run)
         if run.fed < len(text):
             break  # it cannot finish in time: repeating only costs more time
@@ -362,6 +379,7 @@ def measure(
     cpu_mb = len(text[: best_cpu.fed].encode("utf-8")) / MB
     mode = Mode(
         chunk=chunk,
+        batch=batch,
         mb_s=mb / best.seconds,
         cpu_mb_s=cpu_mb / max(best_cpu.cpu_seconds, 1e-9),
         best_s=best.seconds,
@@ -401,12 +419,12 @@ class Row:
 def bench(config: Config, text: str, repeat: int, max_seconds: float) -> Row:
     # Untimed warm-up: shields build some things on first use (RE2 sets, caches), which is a
     # one-time cost of the process, not a per-MB one.
-    for chunk in (None, *CHUNKS):
-        scan_once(config, text[:20_000], chunk, max_seconds)
+    for chunk, batch in ((None, 0), *FEEDS):
+        scan_once(config, text[:20_000], chunk, max_seconds, batch)
     whole, whole_findings = measure(config, text, None, repeat, max_seconds)
     streamed = []
-    for chunk in CHUNKS:
-        mode, findings = measure(config, text, chunk, repeat, max_seconds)
+    for chunk, batch in FEEDS:
+        mode, findings = measure(config, text, chunk, repeat, max_seconds, batch)
         if mode.complete:
             mode.same = findings == whole_findings
             extra = sorted(set(findings) - set(whole_findings))
@@ -463,6 +481,12 @@ def redos(repeat: int) -> list[Redos]:
 # -- output --------------------------------------------------------------------------------------
 
 
+def feed_name(chunk: int | None, batch: int) -> str:
+    if chunk is None:
+        return "whole"
+    return f"{chunk}-char" + (f" batch {batch}" if batch else "")
+
+
 def verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("PASS" if ok else "MISS")
 
@@ -510,8 +534,13 @@ def print_tables(rows: Sequence[Row]) -> None:
     print_rows(throughput)
     print()
     streaming = [["shield"]]
-    for chunk in CHUNKS:
-        streaming[0] += [f"{chunk}-char MB/s (CPU)", "x whole (CPU)", "<= 2x", "findings"]
+    for chunk, batch in FEEDS:
+        streaming[0] += [
+            f"{feed_name(chunk, batch)} MB/s (CPU)",
+            "x whole (CPU)",
+            "<= 2x",
+            "findings",
+        ]
     for row in rows:
         line = [row.name]
         for mode in row.streamed:
@@ -570,9 +599,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"1-minute load average before: {load_before:.2f}")
     print(
         "Feeds: whole = one TextScan.feed of the whole text (input-stage check); 4-char = one "
-        "feed per 4 characters (one per token-sized SSE delta: the worst case); 256-char = one "
-        "feed per 256 characters (the stream guard feeds once per network read, which packs "
-        "many deltas, so this is closer to a proxied stream)."
+        "feed per 4 characters, each scanned at once (one scan per token-sized SSE delta: the "
+        "worst case, an upstream that sends one tiny delta per network read); 256-char = one "
+        "feed per 256 characters, each scanned at once; 4-char batch "
+        f"{BATCH} = one feed per 4 characters into TextScan(batch={BATCH}), which scans once "
+        f"{BATCH} characters are buffered (the scans of the 256-char row plus the cost of "
+        "250,000 tiny feeds: what a token-at-a-time stream costs when the scan is batched, as "
+        "the proxy's stream guard does by scanning once per network read)."
     )
     print(flush=True)
     rows = []
@@ -597,8 +630,9 @@ def run(args: argparse.Namespace) -> int:
         for mode in row.streamed:
             if mode.same is False:
                 print(
-                    f"DIFF {row.name}, {mode.chunk}-char feed: {mode.only_streamed} findings only "
-                    f"when streamed, {mode.only_whole} only whole-text (e.g. {mode.example})."
+                    f"DIFF {row.name}, {feed_name(mode.chunk, mode.batch)} feed: "
+                    f"{mode.only_streamed} findings only when streamed, {mode.only_whole} only "
+                    f"whole-text (e.g. {mode.example})."
                 )
     holdbacks = ", ".join(f"{r.name} {r.holdback}" for r in rows)
     print(f"Hold-back (characters) used for the streamed feeds: {holdbacks}.")

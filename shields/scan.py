@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
-from shields.normalize import StreamNormalizer
+from shields.normalize import IdentityNormalizer, StreamNormalizer
 
 __all__ = [
     "RedactionSpan",
@@ -30,16 +30,25 @@ log = logging.getLogger("shieldgate.shields")
 class TextScan:
     """The shields of one stage over one text (a message, or one channel of a stream).
 
-    Each ``feed`` normalizes its text once for all shields and scans it; callers that receive
-    text in tiny pieces (the stream guard) batch it before feeding.
+    Each scan normalizes its text once for all shields and runs every scanner over it. By
+    default ``feed`` scans at once. With ``batch=N``, feeds are buffered until at least ``N``
+    characters are waiting, then scanned together: a scan has a fixed cost (a few µs per
+    shield), which dominates when a stream arrives a few characters at a time. Buffering is
+    sound because ``safe_end`` only ever covers text that was scanned, so a caller that
+    releases text up to ``safe_end`` holds the buffered text back; the price is latency, so
+    a caller that waits for input (a network read) calls ``flush()`` first. ``finish()``
+    scans whatever is buffered.
     """
 
     __slots__ = (
+        "_batch",
         "_fail_closed",
         "_fingerprint",
         "_keep",
         "_norm_holdback",
         "_normalizer",
+        "_pending",
+        "_pending_len",
         "_raw_holdback",
         "_raw_tail",
         "_raw_tail_start",
@@ -56,7 +65,10 @@ class TextScan:
         fail_closed: bool = True,
         role: Role | None = None,
         fingerprint: Callable[[str], str] | None = None,
+        batch: int = 0,
     ) -> None:
+        if batch < 0:
+            raise ValueError("batch must be >= 0")
         self._scanners: list[tuple[Shield, Scanner]] = [
             (shield, shield.scanner()) for shield in shields if shield.applies_to(role)
         ]
@@ -64,12 +76,18 @@ class TextScan:
         self._raw_holdback = holdback if any(s.matches_raw for s, _ in self._scanners) else 0
         self._keep = max([holdback, *(s.max_match for s, _ in self._scanners)]) + 2
         self._fail_closed = fail_closed
-        self._normalizer = StreamNormalizer()
+        # Shields that all read the original text need no normalized view. (With no shield
+        # at all the text is still normalized: ``TextScan([])`` measures that cost.)
+        raw_only = bool(self._scanners) and all(s.matches_raw for s, _ in self._scanners)
+        self._normalizer = IdentityNormalizer() if raw_only else StreamNormalizer()
         # With a fingerprint function, the last characters are kept so that a finding's
         # matched text can be hashed (never stored) once its end is known.
         self._fingerprint = fingerprint
         self._raw_tail = ""
         self._raw_tail_start = 0
+        self._batch = batch
+        self._pending: list[str] = []  # fed, not yet scanned (``batch``)
+        self._pending_len = 0
         self.finished = False
         # Original offset before which no later finding can start or reach. Kept up to date
         # after every scan: the stream guard reads it once per event.
@@ -85,6 +103,11 @@ class TextScan:
         """Original characters scanned so far."""
         return self._normalizer.orig_len
 
+    @property
+    def pending(self) -> int:
+        """Original characters fed but not scanned yet (only with ``batch``)."""
+        return self._pending_len
+
     def _safe_end(self) -> int:
         normalizer = self._normalizer
         if self.finished:
@@ -96,20 +119,60 @@ class TextScan:
         return max(safe, 0)
 
     def feed(self, raw: str) -> list[Finding]:
-        """Scans the next piece of the text; returns the findings it completes."""
+        """Takes the next piece of the text; returns the findings its scan completes.
+
+        Without ``batch`` the piece is scanned at once. With it, the piece may wait in the
+        buffer (then nothing is returned and ``safe_end`` does not move) until the buffer
+        reaches ``batch`` characters, ``flush()`` or ``finish()``.
+        """
         if self.finished:
             raise RuntimeError("TextScan.feed() after finish()")
         if not raw:
             return []
+        batch = self._batch
+        if batch:
+            pending = self._pending
+            if pending or len(raw) < batch:
+                pending.append(raw)
+                self._pending_len += len(raw)
+                if self._pending_len < batch:
+                    return []
+                raw = "".join(pending)
+                pending.clear()
+                self._pending_len = 0
+        return self._scan(raw)
+
+    def flush(self) -> list[Finding]:
+        """Scans the buffered text now (``batch``); returns the findings it completes."""
+        if not self._pending:
+            return []
+        raw = "".join(self._pending)
+        self._pending.clear()
+        self._pending_len = 0
+        return self._scan(raw)
+
+    def _scan(self, raw: str) -> list[Finding]:
         normalizer = self._normalizer
         raw_start, norm_start = normalizer.orig_len, normalizer.norm_len
         norm = normalizer.feed(raw)
-        chunk = Chunk(raw, raw_start, norm, norm_start, normalizer)
+        chunk = _chunk(raw, raw_start, norm, norm_start, normalizer)
         findings: list[Finding] = []
         for shield, scanner in self._scanners:
-            findings.extend(self._call(shield, scanner.feed, chunk))
-        self.safe_end = self._safe_end()
-        normalizer.forget_before(normalizer.norm_len - self._keep)
+            try:
+                found = scanner.feed(chunk)
+            except Exception as exc:
+                findings += self._failed(shield, exc)
+            else:
+                if found:
+                    findings += found
+        # ``_safe_end``, inlined: this runs once per scan.
+        norm_len = normalizer.norm_len
+        safe = normalizer.orig_len - self._raw_holdback
+        if self._norm_holdback:
+            threshold = norm_len - self._norm_holdback
+            safe = min(safe, normalizer.orig_start(threshold) if threshold > 0 else 0)
+        self.safe_end = safe if safe > 0 else 0
+        normalizer.forget_before(norm_len - self._keep)
         if self._fingerprint is not None:
             findings = self._digested(findings, raw)
         return findings
@@ -134,21 +197,48 @@ class TextScan:
         """The text has ended: findings that were waiting for more text."""
         if self.finished:
             return []
+        findings = self.flush()
         self.finished = True
-        findings: list[Finding] = []
+        ended: list[Finding] = []
         for shield, scanner in self._scanners:
-            findings.extend(self._call(shield, scanner.finish, self._normalizer))
+            try:
+                ended += scanner.finish(self._normalizer)
+            except Exception as exc:
+                ended += self._failed(shield, exc)
         self.safe_end = self._safe_end()
         if self._fingerprint is not None:
-            findings = self._digested(findings, "")
-        return findings
+            ended = self._digested(ended, "")
+        return findings + ended
 
-    def _call(self, shield: Shield, method, argument) -> list[Finding]:  # type: ignore[no-untyped-def]
-        try:
-            return list(method(argument))
-        except Exception as exc:
-            self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
-            return _failure(shield, exc, self._fail_closed)
+    def _failed(self, shield: Shield, exc: Exception) -> list[Finding]:
+        """A scanner raised: it is dropped for the rest of the text, and fails closed."""
+        self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
+        return _failure(shield, exc, self._fail_closed)
+
+
+_CHUNK_FIELDS = ("raw", "raw_start", "norm", "norm_start", "normalizer")
+# ``_chunk`` sets every field itself: a field added to Chunk must be added there too.
+if tuple(f.name for f in fields(Chunk)) != _CHUNK_FIELDS:  # pragma: no cover
+    raise ImportError("shields.base.Chunk changed: update shields.scan._chunk")
+_new = object.__new__
+# The slots' descriptors, looked up by name: mypy sees only the instance attributes.
+_set_raw, _set_raw_start, _set_norm, _set_norm_start, _set_normalizer = (
+    vars(Chunk)[name].__set__ for name in _CHUNK_FIELDS
+)
+
+
+def _chunk(
+    raw: str, raw_start: int, norm: str, norm_start: int, normalizer: StreamNormalizer
+) -> Chunk:
+    """``Chunk(...)`` at half the cost: a frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` for every field, which is a measurable part of a small scan."""
+    chunk: Chunk = _new(Chunk)
+    _set_raw(chunk, raw)
+    _set_raw_start(chunk, raw_start)
+    _set_norm(chunk, norm)
+    _set_norm_start(chunk, norm_start)
+    _set_normalizer(chunk, normalizer)
+    return chunk
 
 
 def _failure(shield: Shield, exc: Exception, fail_closed: bool) -> list[Finding]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shields.normalize import StreamNormalizer, confusable_skeleton, normalize, normalize_char
+from shields.normalize import (
+    IdentityNormalizer,
+    StreamNormalizer,
+    confusable_skeleton,
+    non_ascii_runs,
+    normalize,
+    normalize_char,
+)
 
 # Characters that exercise every path: plain ASCII, whitespace runs, zero-width and bidi
 # controls, full-width letters, expansions (ß -> ss, ﬁ -> fi), combining marks, emoji, and
@@ -152,3 +159,64 @@ def test_forget_before_keeps_recent_offsets_exact() -> None:
     stream.forget_before(len(norm) - 10)
     for k in range(len(norm) - 10, len(norm) + 1):
         assert stream.orig_start(k) == reference.orig_start(k)
+
+
+def reference(text: str) -> tuple[str, list[int]]:
+    """The definition, character by character: each normalized character and its source."""
+    out, sources, previous_space = [], [], False
+    for i, char in enumerate(text):
+        folded = normalize_char(char)
+        if not folded or (folded == " " and previous_space):
+            continue
+        previous_space = folded.endswith(" ")
+        out.append(folded)
+        sources += [i] * len(folded)
+    return "".join(out), sources
+
+
+# Every ASCII path of the fast normalizer: lone and repeated whitespace of each kind, dropped
+# controls (NUL, DEL, ESC) next to spaces, and non-ASCII runs (spaces, zero-width, expansions).
+FAST_PATH_ALPHABET = "aZ .  \t\n\r\x0b\x0c\x1c\x1f\x00\x7f\x1b\u00a0\u3000\u200bßЫé😀"
+
+
+@settings(max_examples=500)
+@given(
+    st.text(alphabet=FAST_PATH_ALPHABET, max_size=80),
+    st.lists(st.integers(min_value=0, max_value=80), max_size=6),
+)
+def test_fast_paths_agree_with_the_per_character_definition(text: str, cuts: list[int]) -> None:
+    expected, sources = reference(text)
+    stream = StreamNormalizer()
+    assert "".join(stream.feed(piece) for piece in chunked(text, cuts)) == expected
+    assert [stream.orig_start(k) for k in range(len(expected))] == sources
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["word", " ", "  ", "\n\n", "   ", "\t", "é", "\x00", "Ы"]),
+        min_size=1000,
+        max_size=3000,
+    ),
+    st.integers(min_value=0, max_value=10_000),
+)
+def test_long_texts_agree_with_the_per_character_definition(parts: list[str], cut: int) -> None:
+    """Long segments take the split-and-join path (runs of exactly two spaces)."""
+    for text in ("".join(parts), "".join(p for p in parts if p not in ("   ", "\x00", "é"))):
+        expected, sources = reference(text)
+        stream = StreamNormalizer()
+        assert stream.feed(text[:cut]) + stream.feed(text[cut:]) == expected
+        assert [stream.orig_start(k) for k in range(len(expected))] == sources
+
+
+def test_identity_normalizer_maps_every_offset_to_itself() -> None:
+    identity = IdentityNormalizer()
+    assert identity.feed("A  B\u200b") == "A  B\u200b" and identity.feed("c") == "c"
+    assert (identity.orig_len, identity.norm_len) == (6, 6)
+    assert [identity.orig_start(k) for k in range(7)] == list(range(7))
+    assert identity.orig_span(1, 3) == (1, 3)
+
+
+def test_non_ascii_runs() -> None:
+    assert list(non_ascii_runs("plain")) == []
+    assert list(non_ascii_runs("é a\u200b\u200bb 😀")) == [(0, 1), (3, 5), (7, 8)]

@@ -197,3 +197,120 @@ def test_chunked_regex_finds_exactly_what_whole_text_finds(text: str, sizes: lis
         assert {(f.start, f.end) for f in later} <= {(f.start, f.end) for f in found}
     found += scan.finish()
     assert [(f.label, f.start, f.end) for f in found] == whole
+
+
+def brute_force(text: str, phrases: list[str], words: list[str]) -> set[tuple[str, int, int]]:
+    """Every occurrence of every key in a text the normalizer leaves as it is."""
+    found = set()
+    for key, is_word in [(p, False) for p in phrases] + [(w, True) for w in words]:
+        start = text.find(key)
+        while start >= 0:
+            end = start + len(key)
+            before = text[start - 1] if start else " "
+            after = text[end] if end < len(text) else " "
+            if not is_word or not (before.isalnum() or after.isalnum()):
+                found.add((key, start, end))
+            start = text.find(key, start + 1)
+    return found
+
+
+PREFILTERED = ["aba", "bab", "ab ba", "a"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(alphabet="ab .", min_size=0, max_size=6000),
+    st.lists(st.sampled_from([1, 3, 7, 300, 2048, 2500, 5000]), min_size=1, max_size=8),
+)
+def test_prefiltered_long_chunks_find_every_occurrence(text: str, sizes: list[int]) -> None:
+    """Chunks long enough for the RE2 prefilter, mixed with short ones that resume the
+    automaton: overlapping occurrences (which RE2 alone skips) are all reported, once."""
+    shield = denylist(phrases=PREFILTERED[:3], words=PREFILTERED[3:])
+    assert shield._prefilter is not None
+    expected = brute_force(text, PREFILTERED[:3], PREFILTERED[3:])
+    assert {(f.label, f.start, f.end) for f in check_text([shield], text)} == expected
+    scan = TextScan([shield])
+    found = []
+    pos, i = 0, 0
+    while pos < len(text):
+        size = sizes[i % len(sizes)]
+        found += scan.feed(text[pos : pos + size])
+        pos, i = pos + size, i + 1
+    found += scan.finish()
+    assert sorted((f.label, f.start, f.end) for f in found) == sorted(expected)
+
+
+def test_long_lists_run_the_automaton_without_prefilter() -> None:
+    shield = denylist(phrases=[f"phrase number {i}" for i in range(1000)])
+    assert shield._prefilter is None
+    text = "x " * 2000 + "phrase number 7 and phrase number 999"
+    labels = {f.label for f in check_text([shield], text)}
+    assert labels == {f"phrase number {n}" for n in (7, 9, 99, 999)}  # phrases: substrings
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="abrins nevgxSARIN\u200b.", max_size=80),
+    st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=30),
+    st.integers(min_value=1, max_value=40),
+    st.lists(st.booleans(), max_size=30),
+)
+def test_batched_feeds_find_the_same_and_never_pass_unscanned_text(
+    text: str, sizes: list[int], batch: int, flushes: list[bool]
+) -> None:
+    whole = {(f.label, f.start, f.end) for f in check_text([shield_under_test], text)}
+    holdback = shield_under_test.max_match
+    scan = TextScan([shield_under_test], holdback=holdback, batch=batch)
+    found = []
+    pos, i = 0, 0
+    while pos < len(text):
+        piece = text[pos : pos + sizes[i % len(sizes)]]
+        found += scan.feed(piece)
+        if i < len(flushes) and flushes[i]:
+            found += scan.flush()
+            assert scan.pending == 0
+        pos, i = pos + len(piece), i + 1
+        assert scan.received + scan.pending == pos
+        # The buffer is scanned once it holds ``batch`` characters.
+        assert scan.pending < batch
+        # safe_end covers scanned text only, and nothing found later starts before it.
+        assert scan.safe_end <= scan.received
+        later = {(f.start, f.end) for f in check_text([shield_under_test], text[:pos])}
+        reported = {(f.start, f.end) for f in found}
+        assert {s for s in later if s[0] < scan.safe_end} <= reported
+    found += scan.finish()
+    assert scan.pending == 0 and scan.received == len(text) and scan.safe_end == len(text)
+    assert {(f.label, f.start, f.end) for f in found} == whole
+
+
+def test_batch_buffers_small_feeds_until_flush_or_finish() -> None:
+    shield = denylist(phrases=["sarin"])
+    scan = TextScan([shield], holdback=5, batch=100)
+    assert scan.feed("make sar") == [] and scan.feed("in now") == []
+    assert (scan.received, scan.pending, scan.safe_end) == (0, 14, 0)
+    found = scan.flush()
+    assert [(f.start, f.end) for f in found] == [(5, 10)]
+    assert (scan.received, scan.pending) == (14, 0) and scan.safe_end == 14 - 5
+    assert scan.feed("more sarin") == []  # buffered again
+    found = scan.finish()  # scans the buffer, then ends the text
+    assert [(f.start, f.end) for f in found] == [(19, 24)]
+    assert scan.safe_end == 24
+    # A feed of at least ``batch`` characters with nothing buffered is scanned at once.
+    scan = TextScan([shield], batch=4)
+    assert [(f.start, f.end) for f in scan.feed("sarin")] == [(0, 5)]
+    with pytest.raises(ValueError):
+        TextScan([shield], batch=-1)
+
+
+def test_raw_only_scans_skip_the_normalized_view() -> None:
+    from shields.builtin.secrets import SecretsShield, SecretsSpec
+
+    secrets = SecretsShield(SecretsSpec(id="s"))
+    text = "KEY  AKIAQ3EGRK5JXWZY7N4T\u200b ok"
+    found = check_text([secrets], text)
+    assert [text[f.start : f.end] for f in found] == ["AKIAQ3EGRK5JXWZY7N4T"]
+    scan = TextScan([secrets], holdback=secrets.max_match)
+    assert scan.feed(text) + scan.finish() == found
+    # Mixed with a shield that reads the normalized view, offsets still agree.
+    both = check_text([secrets, denylist(phrases=["key akia"])], text)
+    assert sorted((f.start, f.end) for f in both) == [(0, 9), (5, 25)]

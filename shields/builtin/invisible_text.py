@@ -40,7 +40,7 @@ import re2
 from pydantic import Field, field_validator, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
-from shields.normalize import StreamNormalizer
+from shields.normalize import StreamNormalizer, non_ascii_runs
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -152,8 +152,8 @@ def _char_class(categories: frozenset[Category]) -> str:
     return f"[{ranges}]+"
 
 
-# Below this many characters a chunk is searched with Python's ``re``: RE2's per-call cost
-# (encoding to UTF-8, mapping offsets back) outweighs its speed on the short pieces of a stream.
+# A run of non-ASCII characters shorter than this is searched with Python's ``re``: RE2's
+# per-call cost (encoding to UTF-8, mapping offsets back) outweighs its speed on short runs.
 _RE2_FROM = 512
 
 
@@ -260,6 +260,10 @@ class InvisibleTextShield(Shield):
         return _InvisibleScanner(self)
 
 
+def _spans(regex: Any, text: str) -> list[tuple[int, int]]:
+    return [match.span() for match in regex.finditer(text)]
+
+
 # What the character before the current position was, as far as exemptions care.
 _OTHER = 0
 _QUALIFYING = 1  # a visible non-ASCII letter, mark or symbol
@@ -310,14 +314,18 @@ class _InvisibleScanner(Scanner):
         base = chunk.raw_start
         pos = 0
         shield = self._shield
-        regex = shield.regex_long if len(raw) >= _RE2_FROM else shield.regex
-        for match in regex.finditer(raw):
-            start, end = match.span()
-            if start > pos:
-                self._visible(raw[pos], raw[start - 1])
-            for i in range(start, end):
-                self._invisible(raw[i], base + i)
-            pos = end
+        # Every invisible character is non-ASCII: only the non-ASCII runs are searched.
+        for low, high in non_ascii_runs(raw):
+            if high - low >= _RE2_FROM:
+                spans = [(low + s, low + e) for s, e in _spans(shield.regex_long, raw[low:high])]
+            else:
+                spans = [m.span() for m in shield.regex.finditer(raw, low, high)]
+            for start, end in spans:
+                if start > pos:
+                    self._visible(raw[pos], raw[start - 1])
+                for i in range(start, end):
+                    self._invisible(raw[i], base + i)
+                pos = end
         if pos < len(raw):
             self._visible(raw[pos], raw[-1])
         return self._findings()

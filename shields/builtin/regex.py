@@ -152,7 +152,10 @@ class _RegexScanner(Scanner):
         search_from = max(0, len(self._tail) - shield.max_match)
         self._pending = None
         findings = []
-        for match in shield._regex.finditer(text, search_from):
+        # ASCII text goes to RE2 as bytes (the same offsets): the wrapper then skips encoding
+        # the text and mapping every match's offsets back to characters.
+        subject: str | bytes = text.encode("ascii") if text.isascii() else text
+        for match in shield._regex.finditer(subject, search_from):
             start, end = base + match.start(), base + match.end()
             if end <= self._reported_until:
                 continue  # reported by an earlier feed
