@@ -498,6 +498,25 @@ def test_long_texts_scanned_in_blocks_agree_with_streams(position: int) -> None:
         assert chunked == whole
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.integers(0, 3000)), max_size=8),
+    st.sampled_from([[1, 13], [7, 300], [2047], [4096], [100_000]]),
+    st.sampled_from(SHIELDS),
+)
+def test_long_texts_counted_block_by_block_agree_with_streams(
+    parts: list[tuple[str, int]], sizes: list[int], shield: InjectionShield
+) -> None:
+    """Cues spread over several blocks (ASCII ones searched as bytes, others as text) add up
+    the same when a whole text is counted block by block, stopping at the one that crosses,
+    as when it is streamed."""
+    filler = "Plain prose about the sea and the hills. " * 80
+    text = "".join(fragment + filler[:gap] for fragment, gap in parts)
+    whole = [(f.label, f.start, f.end) for f in check_text([shield], text)]
+    chunked = [(f.label, f.start, f.end) for f in scan_in_chunks(shield, text, sizes)]
+    assert chunked == whole
+
+
 POLICY = parse_policy(
     """
 name: injection-stream-test

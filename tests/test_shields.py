@@ -240,6 +240,77 @@ def test_prefiltered_long_chunks_find_every_occurrence(text: str, sizes: list[in
     assert sorted((f.label, f.start, f.end) for f in found) == sorted(expected)
 
 
+# Too long for the prefilter: long chunks go to ahocorasick_rs, short ones to the resumable
+# automaton. The filler keys never occur in the texts below.
+FILLER = [f"zq{i:04d}zq" for i in range(600)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(alphabet="ab .\u306e", min_size=1, max_size=400),
+    st.integers(min_value=0, max_value=6000),
+    st.lists(st.sampled_from([1, 3, 7, 63, 64, 300, 2048, 5000]), min_size=1, max_size=8),
+    st.booleans(),
+)
+def test_long_lists_find_every_occurrence_in_long_and_short_chunks(
+    piece: str, length: int, sizes: list[int], non_ascii_key: bool
+) -> None:
+    """A long list's long chunks (ahocorasick_rs, over bytes when every key is ASCII) and
+    short ones (pyahocorasick's iterator, resynced after a long chunk) report every
+    occurrence, overlapping ones included, once, at the same offsets as the whole text."""
+    text = (piece * (length // len(piece) + 1))[:length]
+    phrases = PREFILTERED[:3] + (["a\u306eb"] if non_ascii_key else []) + FILLER
+    words = PREFILTERED[3:]
+    shield = denylist(phrases=phrases, words=words)
+    assert shield._prefilter is None and shield._bulk is not None
+    assert shield._bulk_ascii is not non_ascii_key
+    expected = brute_force(text, phrases, words)
+    assert {(f.label, f.start, f.end) for f in check_text([shield], text)} == expected
+    scan = TextScan([shield])
+    found = []
+    pos, i = 0, 0
+    while pos < len(text):
+        size = sizes[i % len(sizes)]
+        found += scan.feed(text[pos : pos + size])
+        pos, i = pos + size, i + 1
+    found += scan.finish()
+    assert sorted((f.label, f.start, f.end) for f in found) == sorted(expected)
+
+
+@pytest.mark.parametrize("first", [1, 2, 3, 4, 5, 63, 64, 2048])
+def test_long_lists_report_a_match_at_a_chunk_boundary_once(first: int) -> None:
+    shield = denylist(phrases=["aba", "bab", *FILLER], words=["b"])
+    text = "aba" + "b" * 2500 + " b aba"
+    whole = sorted((f.label, f.start, f.end) for f in check_text([shield], text))
+    for sizes in ([first, 2500], [first, 2500, 1, 2], [first, 1, 2500], [first, 64, 3]):
+        scan = TextScan([shield])
+        found, pos, i = [], 0, 0
+        while pos < len(text):
+            found += scan.feed(text[pos : pos + sizes[i % len(sizes)]])
+            pos, i = pos + sizes[i % len(sizes)], i + 1
+        found += scan.finish()
+        assert sorted((f.label, f.start, f.end) for f in found) == whole
+
+
+def test_long_lists_map_offsets_back_through_the_normalizer() -> None:
+    shield = denylist(phrases=["nerve gas", *FILLER], words=["sarin"])
+    assert shield._bulk is not None
+    text = "x  " * 1500 + "NERVE\u200b   Gas, sarin\tSARIN, sarinx, \u306enerve gas"
+    expected = [
+        ("nerve gas", "NERVE\u200b   Gas"),
+        ("sarin", "sarin"),
+        ("sarin", "SARIN"),
+        ("nerve gas", "nerve gas"),
+    ]
+    assert spans(shield, text) == expected
+    scan = TextScan([shield])
+    found = []
+    for pos in range(0, len(text), 2100):
+        found += scan.feed(text[pos : pos + 2100])
+    found += scan.finish()
+    assert sorted((f.label, text[f.start : f.end]) for f in found) == sorted(expected)
+
+
 def test_long_lists_run_the_automaton_without_prefilter() -> None:
     shield = denylist(phrases=[f"phrase number {i}" for i in range(1000)])
     assert shield._prefilter is None

@@ -1623,18 +1623,23 @@ class _InjectionScanner(Scanner):
         # could look at has been seen.
         stop = end if final else end - shield._final_after + 1
         decided = self._decided
-        found: list[tuple[int, int, int]] = []  # (start, rule index, end)
+        rules = shield._rules
         # Long texts go in blocks, so that a rule the prefilter flags is searched near where
-        # it matched rather than over the whole text.
+        # it matched rather than over the whole text. Each block's matches start after the
+        # previous block's, so counting block by block is counting the whole in (start, rule)
+        # order — as streams and whole texts both do — and the text after the block that
+        # reaches the threshold need not be searched at all.
         for block in range(decided, stop, _BLOCK):
+            found: list[tuple[int, int, int]] = []  # (start, rule index, end)
             self._search(block, min(block + _BLOCK, stop), found)
-        # Counted in (start, rule) order, so streams and whole texts add up the same way.
-        for start, index, match_end in sorted(found):
-            finding = self._count(shield._rules[index], start, match_end, normalizer)
-            if finding is not None:
-                self._done = True
-                self._buf = ""
-                return [finding]
+            if not found:
+                continue
+            for start, index, match_end in sorted(found):
+                finding = self._count(rules[index], start, match_end, normalizer)
+                if finding is not None:
+                    self._done = True
+                    self._buf = ""
+                    return [finding]
         self._decided = max(decided, stop)
         keep_from = max(base, self._decided - 1)
         self._buf = buf[keep_from - base :]
@@ -1648,11 +1653,15 @@ class _InjectionScanner(Scanner):
         # One character of left context (\b), and enough right context to complete a match.
         lo = max(first - 1, base)
         region = self._buf[lo - base : last - base + shield._final_after]
-        if not shield._rules or shield._any.search(region) is None:
+        # ASCII text goes to RE2 as bytes (the same offsets, and an ASCII byte matches where
+        # its character does): the wrapper then skips encoding the text for every call and
+        # mapping every match's offsets back to characters.
+        subject: str | bytes = region.encode("ascii") if region.isascii() else region
+        if not shield._rules or shield._any.search(subject) is None:
             return
-        for index in shield._set.Match(region) or range(len(shield._rules)):
+        for index in shield._set.Match(subject) or range(len(shield._rules)):
             rule = shield._rules[index]
-            for match in rule.regex.finditer(region, max(first, self._next[index]) - lo):
+            for match in rule.regex.finditer(subject, max(first, self._next[index]) - lo):
                 start = lo + match.start()
                 if start >= last:
                     break
