@@ -98,7 +98,9 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
     where = f"messages[{i}]"
     if not isinstance(message, dict):
         raise BadRequest(f"{where} must be an object", param=where)
-    role = _ROLES.get(message.get("role"))  # type: ignore[arg-type]
+    # Only a string may be looked up: a list or an object as the role is unhashable.
+    value = message.get("role")
+    role = _ROLES.get(value) if isinstance(value, str) else None
     if role is None:
         raise BadRequest(
             f"{where}.role must be one of {', '.join(_ROLES)}; got {message.get('role')!r}",

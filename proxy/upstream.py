@@ -4,26 +4,26 @@ Only headers an OpenAI-compatible server needs are forwarded: cookies, proxy hea
 hop-by-hop headers of the client's connection never reach the upstream. Connection errors and
 429/502/503/504 answers are retried with exponential backoff and jitter, honouring
 ``Retry-After`` up to a cap — always before anything has been sent to the client, so a retry can
-never duplicate or mix output.
+never duplicate or mix output. A redirect, or an answer that is not HTTP, is an upstream error
+(502): neither retried nor relayed.
+
+The retry loop is written out rather than built from tenacity's ``AsyncRetrying``: that one
+costs some 40 µs of setup and bookkeeping on every request, retried or not — a tenth of the
+proxy's whole CPU time per non-stream request (``bench/overhead_bench.py``, py-spy).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
+import random
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 
 import aiohttp
 from multidict import CIMultiDict
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_random_exponential,
-)
 
 from proxy.errors import UpstreamError, UpstreamTimeout
 from proxy.metrics import Metrics
@@ -45,6 +45,7 @@ _FORWARDED_REQUEST_HEADERS = frozenset(
     }
 )
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_MAX_BACKOFF = 5.0  # seconds: the cap of the exponential backoff between attempts
 # Hop-by-hop headers (RFC 9110 7.6.1) and the framing headers aiohttp sets itself.
 _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
     {
@@ -73,13 +74,6 @@ def response_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
     return headers
 
 
-class _RetryableStatus(Exception):
-    def __init__(self, status: int, retry_after: float | None) -> None:
-        super().__init__(status)
-        self.status = status
-        self.retry_after = retry_after
-
-
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
@@ -102,7 +96,6 @@ class Upstream:
         self._metrics = metrics
         self.base_url = settings.upstream
         self._session: aiohttp.ClientSession | None = None
-        self._backoff = wait_random_exponential(multiplier=settings.retry_backoff, max=5.0)
 
     async def start(self) -> None:
         timeout = aiohttp.ClientTimeout(
@@ -113,6 +106,9 @@ class Upstream:
         self._session = aiohttp.ClientSession(
             timeout=timeout,
             auto_decompress=True,
+            # A shared session must not keep an upstream's Set-Cookie and send it back with
+            # every later client's requests.
+            cookie_jar=aiohttp.DummyCookieJar(),
             connector=aiohttp.TCPConnector(
                 limit=self.settings.upstream_pool_size, enable_cleanup_closed=True
             ),
@@ -138,15 +134,16 @@ class Upstream:
             headers["Authorization"] = f"Bearer {self.settings.upstream_api_key}"
         return headers
 
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _RetryableStatus) and exc.retry_after is not None:
-            return min(exc.retry_after, self.settings.retry_after_cap)
-        return float(self._backoff(state))
-
-    def _count_retry(self, state: RetryCallState) -> None:
-        if self._metrics is not None:
-            self._metrics.upstream_retries.inc()
+    def _backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff after failed attempt number ``attempt`` (1-based):
+        uniform in [0, min(retry_backoff * 2**(attempt - 1), 5 s)]."""
+        base = self.settings.retry_backoff
+        if base <= 0:
+            return 0.0
+        # Past the cap the power is not computed at all (it could overflow a float).
+        if attempt - 1 > math.log2(_MAX_BACKOFF / base):
+            return random.uniform(0, _MAX_BACKOFF)
+        return random.uniform(0, min(base * 2 ** (attempt - 1), _MAX_BACKOFF))
 
     def _count_error(self, kind: str) -> None:
         if self._metrics is not None:
@@ -168,44 +165,103 @@ class Upstream:
         if query:
             url = f"{url}?{query}"
         attempts = self.settings.retry_attempts
-        response: aiohttp.ClientResponse | None = None
-        try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(attempts),
-                wait=self._wait,
-                retry=retry_if_exception_type(
-                    (_RetryableStatus, aiohttp.ClientConnectionError, asyncio.TimeoutError)
-                ),
-                reraise=True,
-                before_sleep=self._count_retry,
-            ):
-                with attempt:
-                    response = await self._session.request(
-                        method, url, headers=headers, data=body, allow_redirects=False
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt >= attempts
+            try:
+                response = await self._session.request(
+                    method, url, headers=headers, data=body, allow_redirects=False
+                )
+            except TimeoutError:
+                # Checked first: aiohttp's timeouts are connection errors too.
+                if last:
+                    self._count_error("timeout")
+                    raise UpstreamTimeout(
+                        f"The upstream did not answer in time ({attempts} attempts)"
+                    ) from None
+                delay = self._backoff(attempt)
+            except aiohttp.ClientResponseError as exc:
+                # It answered, but not in HTTP (a bad status line, headers or framing): asking
+                # again will not help. aiohttp's message quotes the upstream's bytes, unchecked
+                # text, so only the kind of error is passed on.
+                self._count_error("bad_reply")
+                raise UpstreamError(
+                    f"The upstream sent an invalid HTTP response ({type(exc).__name__})"
+                ) from None
+            except aiohttp.ClientError as exc:
+                if last or not isinstance(exc, aiohttp.ClientConnectionError):
+                    self._count_error("unreachable")
+                    raise UpstreamError(
+                        f"The upstream is unreachable after {attempt} "
+                        f"attempt{'s' if attempt > 1 else ''}: {type(exc).__name__}"
+                    ) from None
+                delay = self._backoff(attempt)
+            else:
+                if 300 <= response.status < 400:
+                    # Relayed, a redirect would send the client's SDK (which follows redirects)
+                    # to fetch its answer from wherever the upstream points, past the shields.
+                    status = response.status
+                    response.close()
+                    self._count_error("bad_reply")
+                    raise UpstreamError(
+                        f"The upstream answered with a redirect ({status}), which shieldgate "
+                        "neither follows nor relays"
                     )
-                    last = attempt.retry_state.attempt_number >= attempts
-                    if response.status in _RETRY_STATUSES and not last:
-                        retry_after = _retry_after(response.headers.get("retry-after"))
-                        response.release()
-                        response = None
-                        raise _RetryableStatus(status=0, retry_after=retry_after)
-        except TimeoutError:
-            self._count_error("timeout")
-            raise UpstreamTimeout(
-                f"The upstream did not answer in time ({attempts} attempts)"
-            ) from None
-        except aiohttp.ClientError as exc:
-            self._count_error("unreachable")
-            raise UpstreamError(
-                f"The upstream is unreachable after {attempts} attempts: {type(exc).__name__}"
-            ) from None
-        assert response is not None
+                if last or response.status not in _RETRY_STATUSES:
+                    break
+                retry_after = _retry_after(response.headers.get("retry-after"))
+                response.release()
+                if retry_after is None:
+                    delay = self._backoff(attempt)
+                else:
+                    delay = min(retry_after, self.settings.retry_after_cap)
+            if self._metrics is not None:
+                self._metrics.upstream_retries.inc()
+            await asyncio.sleep(delay)
+        unwatch = _fail_body_when_connection_dies(response)
         try:
             yield response
         finally:
+            unwatch()
             # A response read to the end goes back to the pool; one abandoned mid-way (a block,
             # a client that left) is closed so the upstream stops generating at once.
             if response.content.at_eof():
                 response.release()
             else:
                 response.close()
+
+
+def _fail_body_when_connection_dies(response: aiohttp.ClientResponse) -> Callable[[], None]:
+    """Makes a body whose connection dies before its end fail its readers; returns the undo.
+
+    aiohttp (3.14) closes the connection on a framing error mid-body — a chunk size that is not
+    hex, a chunk longer than announced — without failing the body: a read waiting for the next
+    bytes then waits forever (``sock_read`` went with the connection), and a later one raises
+    ``RuntimeError("Connection closed.")``. Failing the body with ``ClientPayloadError`` gives
+    callers the error every other broken body gives them.
+    """
+    content = response.content
+
+    def fail(_: object = None) -> None:
+        if not content.is_eof() and content.exception() is None:
+            error = aiohttp.ClientPayloadError("The upstream connection closed mid-body")
+            content.set_exception(error)
+
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    closed = protocol.closed if protocol is not None and protocol.connected else None
+    if closed is None:  # already gone (or the body was read and the connection released)
+        fail()
+        return _nothing
+    closed.add_done_callback(fail)
+
+    def unwatch() -> None:
+        # A pooled connection outlives the response: do not leave a callback per request on it.
+        closed.remove_done_callback(fail)
+
+    return unwatch
+
+
+def _nothing() -> None:
+    pass

@@ -12,7 +12,10 @@ trickled in separate writes, SSE frames split inside UTF-8 characters, a TCP
 connection cut after N body bytes, or a stream that goes silent until the
 client gives up. ``FakeUpstream.disconnects`` records when the client hung up
 while a reply was still in progress, which lets tests prove the proxy releases
-its upstream connection promptly.
+its upstream connection promptly. Each ``RecordedRequest.bytes_sent`` counts,
+live, the body bytes the kernel accepted for that reply: with a ``generate``d
+endless body and a small ``send_buffer`` it shows how far back-pressure from a
+client that stopped reading let the upstream run ahead.
 
 The builders at the bottom (``chat_completion``, ``chunk``, ``sse``,
 ``text_stream``, ``split_at`` ...) are pure functions producing wire-format
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from types import TracebackType
@@ -64,7 +69,9 @@ class Reply:
 
     The body is, in order of precedence: ``events`` (each encoded with
     :func:`sse` and sent as its own write, then ``data: [DONE]`` as a final write
-    unless ``events_done`` is false), ``chunks`` (each sent as its own write), or
+    unless ``events_done`` is false), ``chunks`` (each sent as its own write),
+    ``generate`` (called once per answer; each piece it yields is one write, produced
+    only when it is written, so a body may be endless or far larger than memory), or
     ``body`` (one write). ``chunk_delay`` seconds pass between consecutive writes.
 
     A plain ``body`` is sent with ``Content-Length``, like a real non-streaming
@@ -81,6 +88,12 @@ class Reply:
     chunked-encoding framing). If the limit is beyond the end of the payload,
     the whole payload is sent and then the drop/stall happens instead of
     finishing the response.
+
+    ``drop_before_headers`` closes the connection (after ``delay_before_headers``)
+    without answering at all, as a crashing or overloaded server does.
+
+    ``send_buffer`` sets the connection's kernel send buffer (SO_SNDBUF) before
+    the reply is written; small values make back-pressure measurable in bytes.
     """
 
     status: int = 200
@@ -98,12 +111,18 @@ class Reply:
     drop_delay: float = 0.05
     stall_after_bytes: int | None = None
     repeat: int = 1
+    generate: Callable[[], Iterable[bytes]] | None = None
+    send_buffer: int | None = None
+    drop_before_headers: bool = False
 
     def __post_init__(self) -> None:
-        if self.chunks is not None and self.events is not None:
-            raise ValueError("give either chunks or events, not both")
-        if self.body and (self.chunks is not None or self.events is not None):
-            raise ValueError("body is ignored when chunks/events are given; leave it empty")
+        given = [self.chunks is not None, self.events is not None, self.generate is not None]
+        if sum(given) > 1:
+            raise ValueError("give only one of chunks, events or generate")
+        if self.body and any(given):
+            raise ValueError(
+                "body is ignored when chunks/events/generate are given; leave it empty"
+            )
         if self.drop_after_bytes is not None and self.stall_after_bytes is not None:
             raise ValueError("give either drop_after_bytes or stall_after_bytes, not both")
         if self.repeat < 1:
@@ -119,18 +138,25 @@ class Reply:
     @property
     def streamed(self) -> bool:
         """True when the body goes out as several writes with chunked encoding."""
-        return self.chunks is not None or self.events is not None
+        return self.chunks is not None or self.events is not None or self.generate is not None
 
     def pieces(self) -> list[bytes]:
         """The body as the list of writes the server will perform."""
+        return list(self.iter_pieces())
+
+    def iter_pieces(self) -> Iterator[bytes]:
+        """The writes, produced one at a time (a ``generate``d body may never end)."""
         if self.events is not None:
-            out = [sse(event, done=False) for event in self.events]
+            for event in self.events:
+                yield sse(event, done=False)
             if self.events_done:
-                out.append(SSE_DONE)
-            return out
-        if self.chunks is not None:
-            return list(self.chunks)
-        return [self.body]
+                yield SSE_DONE
+        elif self.chunks is not None:
+            yield from self.chunks
+        elif self.generate is not None:
+            yield from self.generate()
+        else:
+            yield self.body
 
     def payload(self) -> bytes:
         """The complete body bytes, as a client would see them if nothing failed."""
@@ -145,7 +171,7 @@ class Reply:
         return headers
 
     def _sniff_content_type(self) -> str | None:
-        if self.events is not None:
+        if self.events is not None or self.generate is not None:
             return "text/event-stream"
         head = self.payload().lstrip()
         if head.startswith((b"{", b"[")):
@@ -166,6 +192,10 @@ class RecordedRequest:
     query_string: str = ""
     # time.monotonic() on arrival: lets tests measure retry backoff and the like.
     received_at: float = 0.0
+    # Body bytes of the reply the kernel has accepted so far (updated while the reply is
+    # written), and whether the reply was written to its scripted end.
+    bytes_sent: int = 0
+    completed: bool = False
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -175,6 +205,7 @@ class RecordedRequest:
 class _Exchange:
     """Per-request bookkeeping so one hang-up is recorded at most once."""
 
+    recorded: RecordedRequest
     # Set when the *server* deliberately ended the connection (drop_after_bytes):
     # the resulting cancellation is not a client disconnect.
     server_closed: bool = False
@@ -187,13 +218,20 @@ class FakeUpstream:
     Usable as ``async with FakeUpstream() as upstream:`` or via start()/close().
     """
 
-    def __init__(self, default_reply: Reply | None = None) -> None:
+    def __init__(
+        self,
+        default_reply: Reply | None = None,
+        responder: Callable[[RecordedRequest], Reply] | None = None,
+    ) -> None:
         # Answer used whenever the queue is empty; tests may reassign it.
         self.default_reply: Reply = (
             default_reply
             if default_reply is not None
             else Reply(body=json_bytes(chat_completion()))
         )
+        # When set, answers every request the queue does not, from the request itself
+        # (concurrent clients each get their own reply whatever order they arrive in).
+        self.responder = responder
         self.requests: list[RecordedRequest] = []
         self.disconnects: list[float] = []
         self.port: int | None = None
@@ -296,8 +334,10 @@ class FakeUpstream:
 
     # ---- serving ---------------------------------------------------------
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, recorded: RecordedRequest) -> Reply:
         if not self._queue:
+            if self.responder is not None:
+                return self.responder(recorded)
             return self.default_reply
         entry = self._queue[0]
         entry[1] -= 1
@@ -316,18 +356,17 @@ class FakeUpstream:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        self.requests.append(
-            RecordedRequest(
-                method=request.method,
-                path=request.path,
-                headers=CIMultiDict(request.headers),
-                body=body,
-                query_string=request.query_string,
-                received_at=time.monotonic(),
-            )
+        recorded = RecordedRequest(
+            method=request.method,
+            path=request.path,
+            headers=CIMultiDict(request.headers),
+            body=body,
+            query_string=request.query_string,
+            received_at=time.monotonic(),
         )
-        reply = self._next_reply()
-        exchange = _Exchange()
+        self.requests.append(recorded)
+        reply = self._next_reply(recorded)
+        exchange = _Exchange(recorded)
         transport = request.transport
         if transport is not None:
             self._active.add(transport)
@@ -347,6 +386,12 @@ class FakeUpstream:
     ) -> web.StreamResponse:
         if reply.delay_before_headers:
             await asyncio.sleep(reply.delay_before_headers)
+        if reply.drop_before_headers:
+            exchange.server_closed = True
+            if request.transport is not None:
+                request.transport.abort()
+            # aiohttp tries to send this on the aborted transport and gives up quietly.
+            return web.Response(status=500)
 
         resp = web.StreamResponse(status=reply.status)
         resp.headers.extend(reply.response_headers())
@@ -358,11 +403,16 @@ class FakeUpstream:
             else reply.stall_after_bytes
         )
 
+        if reply.send_buffer is not None and request.transport is not None:
+            sock = request.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, reply.send_buffer)
+
         try:
             # StreamResponse sends status line and headers right here.
             await resp.prepare(request)
             sent = 0
-            for i, piece in enumerate(reply.pieces()):
+            for i, piece in enumerate(reply.iter_pieces()):
                 if limit is not None and sent >= limit:
                     break
                 if i and reply.chunk_delay:
@@ -374,6 +424,7 @@ class FakeUpstream:
                     await resp.write(piece)
                     await _flush(request)
                     sent += len(piece)
+                    exchange.recorded.bytes_sent = sent
 
             if reply.drop_after_bytes is not None:
                 await asyncio.sleep(reply.drop_delay)
@@ -389,6 +440,7 @@ class FakeUpstream:
                 await asyncio.get_running_loop().create_future()
 
             await resp.write_eof()
+            exchange.recorded.completed = True
         except ConnectionError:
             # A write hit a connection the client already closed.
             self._record_disconnect(exchange)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
@@ -235,6 +235,8 @@ def test_reply_rejects_contradictory_scripts() -> None:
         Reply(drop_after_bytes=1, stall_after_bytes=1)
     with pytest.raises(ValueError):
         Reply(repeat=0)
+    with pytest.raises(ValueError):
+        Reply(chunks=[b"a"], generate=lambda: [b"b"])
 
 
 async def test_no_disconnect_for_completed_stream(
@@ -245,3 +247,47 @@ async def test_no_disconnect_for_completed_stream(
         assert await resp.read() == text_stream("abc")
     await asyncio.sleep(0.02)
     assert upstream.disconnects == []
+
+
+async def test_responder_answers_what_the_queue_does_not(
+    upstream: FakeUpstream, session: aiohttp.ClientSession
+) -> None:
+    upstream.responder = lambda request: Reply(body=json_bytes({"echo": request.json()["n"]}))
+    upstream.enqueue(Reply(status=503, body=b"{}"))
+    url = f"{upstream.base_url}/chat/completions"
+
+    async with session.post(url, json={"n": 1}) as resp:
+        assert resp.status == 503  # the queue first
+    for n in (2, 3):
+        async with session.post(url, json={"n": n}) as resp:
+            assert await resp.json() == {"echo": n}
+
+
+async def test_generated_body_is_written_lazily_and_counted(
+    upstream: FakeUpstream, session: aiohttp.ClientSession
+) -> None:
+    made: list[int] = []
+
+    def body() -> Iterator[bytes]:
+        for i in range(3):
+            made.append(i)
+            yield b"data: %d\n\n" % i
+
+    upstream.enqueue(Reply(generate=body, send_buffer=4096))
+    async with session.post(f"{upstream.base_url}/chat/completions", json={}) as resp:
+        assert resp.headers["content-type"] == "text/event-stream"
+        assert await resp.read() == b"data: 0\n\ndata: 1\n\ndata: 2\n\n"
+    [request] = upstream.requests
+    assert (request.bytes_sent, request.completed, made) == (27, True, [0, 1, 2])
+
+
+async def test_drop_before_headers_answers_nothing(
+    upstream: FakeUpstream, session: aiohttp.ClientSession
+) -> None:
+    upstream.enqueue(Reply(drop_before_headers=True))
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        async with session.post(f"{upstream.base_url}/chat/completions", json={}):
+            pass
+    [request] = upstream.requests
+    assert (request.bytes_sent, request.completed) == (0, False)
+    assert upstream.disconnects == []  # the fake hung up, not the client
