@@ -98,10 +98,14 @@ class PolicySource:
             self._seen = self._files_now()
             try:
                 policies, commits = await asyncio.to_thread(self._load)
-            except PolicyError as exc:
+            except Exception as exc:
+                # Any failure, not only a PolicyError, keeps the last good policy: a reload
+                # that raised must never stop the watcher.
+                if not isinstance(exc, PolicyError):
+                    log.exception("policy reload failed unexpectedly")
                 self.failures += 1
                 self.stale = True
-                self.error = str(exc)
+                self.error = str(exc) or type(exc).__name__
                 log.error(
                     "policy reload rejected, keeping %s: %s", self._describe(self.policies), exc
                 )

@@ -19,7 +19,15 @@ from shields.base import Finding, Role, Stage
 from shields.cases import CaseResult, run_case
 from shields.evaluate import Evaluation, evaluate
 from shields.pipeline import BlockingRemote
-from shields.policy import Case, CompiledPolicy, PolicyError, Problem, load_policy, yaml_problem
+from shields.policy import (
+    Case,
+    CompiledPolicy,
+    PolicyError,
+    Problem,
+    load_policy,
+    yaml_problem,
+    yaml_value_problem,
+)
 from shields.routing import CASES_SUFFIX, load_policy_set
 from shields.routing import policy_files as directory_policy_files
 
@@ -86,6 +94,8 @@ def _sibling_cases(path: Path) -> tuple[list[Case], list[Problem]]:
         document = yaml.safe_load(data)
     except yaml.YAMLError as exc:
         return [], [yaml_problem(str(sibling), exc, data)]
+    except (ValueError, RecursionError) as exc:
+        return [], [Problem(str(sibling), f"invalid YAML: {yaml_value_problem(exc)}")]
     if isinstance(document, dict):
         unknown = sorted(str(key) for key in document if key != "cases")
         if unknown:

@@ -35,6 +35,7 @@ __all__ = [
     "locate",
     "parse_policy",
     "yaml_problem",
+    "yaml_value_problem",
 ]
 
 _TYPES = builtin_types()
@@ -176,6 +177,10 @@ def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolic
         document = yaml.safe_load(data)
     except yaml.YAMLError as exc:
         raise PolicyError([yaml_problem(source, exc, data)]) from None
+    except (ValueError, RecursionError) as exc:
+        # PyYAML lets these through: an integer past Python's 4,300-digit limit, an impossible
+        # date (2020-13-45), nesting deeper than the recursion limit.
+        raise PolicyError([Problem(source, f"invalid YAML: {yaml_value_problem(exc)}")]) from None
     if document is None:
         raise PolicyError([Problem(source, "the policy file is empty")])
     if not isinstance(document, dict):
@@ -257,6 +262,13 @@ def _build(
         except ValueError as exc:
             problems.append((where, str(exc)))
     return shields
+
+
+def yaml_value_problem(exc: ValueError | RecursionError) -> str:
+    """What PyYAML's constructors raised, in words (never the offending value itself)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return f"a value cannot be read ({str(exc).splitlines()[0][:120]})"
 
 
 def yaml_problem(source: str, exc: yaml.YAMLError, data: bytes) -> Problem:

@@ -24,7 +24,14 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
-from shields.policy import CompiledPolicy, PolicyError, Problem, load_policy, locate
+from shields.policy import (
+    CompiledPolicy,
+    PolicyError,
+    Problem,
+    load_policy,
+    locate,
+    yaml_value_problem,
+)
 from shields.spec import StrictModel
 
 __all__ = ["ROUTES_FILE", "ModelRoute", "PolicySet", "Routes", "load_policy_set"]
@@ -142,8 +149,12 @@ def _routes(
         return None
     source = str(file)
     try:
-        tree = yaml.compose(file.read_bytes(), Loader=yaml.SafeLoader)
-        document = yaml.safe_load(file.read_bytes())
+        try:
+            tree = yaml.compose(file.read_bytes(), Loader=yaml.SafeLoader)
+            document = yaml.safe_load(file.read_bytes())
+        except (ValueError, RecursionError) as exc:
+            problems.append(Problem(source, f"invalid YAML: {yaml_value_problem(exc)}"))
+            return None
         routes = Routes.model_validate(document or {})
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

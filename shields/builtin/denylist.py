@@ -171,28 +171,23 @@ class DenylistShield(Shield):
 
 class _DenylistScanner(Scanner):
     __slots__ = (
-        "_iter",
-        "_iter_base",
         "_pending",
         "_shield",
         "_spaced",
-        "_spaced_iter",
-        "_stale",
+        "_spaced_tail",
         "_tail",
         "_tail_start",
     )
 
     def __init__(self, shield: DenylistShield) -> None:
         self._shield = shield
-        self._iter: Any = shield._automaton.iter("")
-        # The iterator resumes across chunks and counts offsets from where it was last reset.
-        self._iter_base = 0
-        self._stale = False  # a prefiltered chunk went past the iterator: resync it first
+        # Every chunk is searched with a fresh iterator over the tail plus the chunk, never
+        # pyahocorasick's resumable ``iter().set()``: with characters above U+FFFF (an emoji)
+        # set() corrupts the heap (WojciechMula/pyahocorasick#221), and a reply is hostile text.
         self._spaced: SpacedView | None = None
-        self._spaced_iter: Any = None
+        self._spaced_tail = ""
         if shield._spaced_automaton is not None:
             self._spaced = SpacedView(shield._spaced_gap)
-            self._spaced_iter = shield._spaced_automaton.iter("")
         # The last few normalized characters, for word-boundary checks on both sides.
         self._tail = ""
         self._tail_start = 0
@@ -214,18 +209,13 @@ class _DenylistScanner(Scanner):
         elif shield._bulk is not None and len(chunk.norm) >= _BULK_FROM:
             self._feed_bulk(text, base, end_of_text, findings, chunk)
         elif chunk.norm:
-            if self._stale:
-                # The automaton's state depends only on the last (longest key - 1) characters,
-                # which the tail holds: reading it again (its matches are reported) resyncs it.
-                self._iter.set(self._tail, True)
-                for _ in self._iter:
-                    pass
-                self._iter_base = self._tail_start
-                self._stale = False
-            self._iter.set(chunk.norm, False)
-            iter_base = self._iter_base
-            for last, (label, length, is_word) in self._iter:
-                end = iter_base + last + 1
+            # The tail holds the longest key: every occurrence ending in the new text is found;
+            # those ending inside the tail were reported by the previous chunk.
+            fresh = len(text) - len(chunk.norm)
+            for last, (label, length, is_word) in shield._automaton.iter(text):
+                if last < fresh:
+                    continue
+                end = base + last + 1
                 start = end - length
                 if is_word:
                     self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
@@ -272,7 +262,6 @@ class _DenylistScanner(Scanner):
                     self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
                 else:
                     findings.append(self._found(label, start, end, chunk.normalizer))
-        self._stale = True
 
     def _feed_bulk(
         self, text: str, base: int, end_of_text: int, findings: list[Finding], chunk: Chunk
@@ -298,20 +287,28 @@ class _DenylistScanner(Scanner):
                 self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
             else:
                 findings.append(self._found(label, start, end, chunk.normalizer))
-        self._stale = True
 
     def _scan_spaced(
         self, spaced: SpacedView, view: str, normalizer: StreamNormalizer, found: list[Finding]
     ) -> None:
         """Matches the newly released ``view`` text of the collapsed view."""
+        longest = self._shield._spaced_longest
         if view:
-            self._spaced_iter.set(view, False)
-            for last, (label, length) in self._spaced_iter:
+            text = self._spaced_tail + view
+            offset = spaced.view_len - len(text)  # view index of text[0]
+            fresh = len(self._spaced_tail)
+            automaton = self._shield._spaced_automaton
+            assert automaton is not None
+            for last, (label, length) in automaton.iter(text):
+                if last < fresh:
+                    continue  # reported with the previous piece
+                last += offset
                 start, end = spaced.norm_span(last + 1 - length, last + 1)
                 # As long as its key, the match is plain text: the plain view has it already.
                 if end - start > length:
                     found.append(self._found(label, start, end, normalizer))
-        spaced.forget_before(spaced.view_len - self._shield._spaced_longest)
+            self._spaced_tail = text[-(longest - 1) :] if longest > 1 else ""
+        spaced.forget_before(spaced.view_len - longest)
 
     def _check_word(
         self,
