@@ -24,7 +24,7 @@ from proxy.refusal import (
     refusal_stream,
 )
 from proxy.remote_checks import check_input_remote, check_reply_remote
-from proxy.reply_check import check_reply
+from proxy.reply_check import check_error_body, check_reply
 from proxy.sse import SSEDecoder, SSEError
 from proxy.state import (
     BLOCKED_HEADER,
@@ -172,7 +172,14 @@ async def _relay_json(
         raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
     headers = response_headers(reply.headers)
     if reply.status >= 300:
-        # Errors are relayed as they are: the client's SDK maps them to its exceptions.
+        # Errors keep their status and shape (the client's SDK maps them to its exceptions);
+        # their message is upstream text and is checked like a reply.
+        checked = check_error_body(policy, body, reply.status)
+        if checked is not None:
+            headers.popall("Content-Type", None)
+            return web.Response(
+                body=checked, status=reply.status, headers=headers, content_type="application/json"
+            )
         return web.Response(body=body, status=reply.status, headers=headers)
     try:
         completion = json_codec.loads(body)

@@ -17,8 +17,16 @@ async def list_models(request: web.Request) -> web.StreamResponse:
     async with upstream.request(
         "GET", "models", headers=upstream.headers(request.headers), query=request.query_string
     ) as reply:
+        limit = upstream.settings.max_upstream_body_bytes
         try:
-            body = await reply.read()
+            body = await reply.content.read(limit + 1)
+            while len(body) <= limit and not reply.content.at_eof():
+                more = await reply.content.read(limit + 1 - len(body))
+                if not more:
+                    break
+                body += more
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
+        if len(body) > limit:
+            raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
         return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))

@@ -10,12 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from proxy import json_codec
+from proxy.errors import error_body
 from proxy.openai_texts import MalformedReply, reply_fields
 from shields.base import Action, Finding, Stage
 from shields.policy import CompiledPolicy
 from shields.scan import check_text, merge_redactions, redact
 
-__all__ = ["ReplyCheck", "check_reply"]
+__all__ = ["ReplyCheck", "check_error_body", "check_reply"]
+
+_WITHHELD = "The upstream's error message was withheld by the output policy"
 
 
 @dataclass(slots=True)
@@ -61,3 +65,32 @@ def check_reply(
                 redacted = True
                 text_field.write(redact(text_field.text, 0, spans))
     return ReplyCheck(findings, blocked, redacted)
+
+
+def check_error_body(policy: CompiledPolicy, body: bytes, status: int) -> bytes | None:
+    """An upstream error reply, checked: ``None`` to relay it as it is, else the body to send.
+
+    Error messages are upstream text too (a server may echo the prompt or a partial answer in
+    them). An OpenAI-shaped error whose message the output shields pass is relayed byte for
+    byte; one they would block or redact gets a generic message of the same shape; a body that
+    is not OpenAI-shaped cannot be checked and is replaced by a generic error.
+    """
+    shields = policy.shields(Stage.OUTPUT)
+    if not shields or not policy.enforcing:
+        return None
+    try:
+        parsed = json_codec.loads(body)
+    except json_codec.InvalidJSON:
+        parsed = None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(error, dict) and (message is None or isinstance(message, str)):
+        found = check_text(shields, message or "", fail_closed=policy.spec.on_error == "block")
+        if not any(not f.monitor for f in found):
+            return None
+        error["message"] = _WITHHELD
+        return json_codec.dumps(parsed)
+    generic = error_body(
+        f"The upstream returned an error (HTTP {status})", type="upstream_error", code=None
+    )
+    return json_codec.dumps(generic)

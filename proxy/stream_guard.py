@@ -87,6 +87,10 @@ class _Queued:
 FindingSink = Callable[[Finding], None]
 
 
+class _UpstreamReported(Exception):
+    """The upstream sent an in-band ``{"error": ...}`` event."""
+
+
 class StreamGuard:
     """Feed it upstream events in order; write what it returns; stop when ``closed``."""
 
@@ -171,6 +175,8 @@ class StreamGuard:
                 self._read_chunk(data, item)
             except MalformedReply as exc:
                 return self.fail(f"The upstream sent an invalid stream event: {exc}")
+            except _UpstreamReported:
+                return self._release() + self.fail("The upstream reported an error mid-stream")
         if self.blocked:
             return self._refusal()
         if not self._holding:
@@ -251,7 +257,11 @@ class StreamGuard:
             self._context.observe(chunk)
         choices = chunk.get("choices")
         if choices is None:
-            return  # usage chunk, error object, or a field we do not know: no text
+            if chunk.get("error") is not None:
+                # An in-band error's message is upstream text the shields have not seen: the
+                # stream ends with the proxy's own error instead.
+                raise _UpstreamReported()
+            return  # usage chunk, or a field we do not know: no text
         if not isinstance(choices, list):
             raise MalformedReply("`choices` is not a list")
         seen = self._context.choices

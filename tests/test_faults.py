@@ -872,10 +872,6 @@ async def test_an_upstream_redirect_is_502_and_never_reaches_the_client(
 # ---- text the upstream slips past the shields ------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="proxy/chat.py _relay_json relays upstream error bodies (status >= 300) unscanned",
-)
 @pytest.mark.parametrize("status", [400, 500])
 async def test_an_upstream_error_body_does_not_carry_blocked_text_to_the_client(
     upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, status: int
@@ -890,10 +886,6 @@ async def test_an_upstream_error_body_does_not_carry_blocked_text_to_the_client(
     assert BANNED.encode() not in raw
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="proxy/stream_guard.py relays an upstream in-band error event's message unscanned",
-)
 async def test_an_upstream_error_event_does_not_carry_blocked_text_to_the_client(
     upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
 ) -> None:
@@ -911,10 +903,6 @@ async def test_an_upstream_error_event_does_not_carry_blocked_text_to_the_client
     assert_upstream_error_event(stream_outcome(raw))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="proxy/models.py reads the upstream's GET /v1/models body without a size limit",
-)
 async def test_an_oversized_models_list_is_refused_not_buffered(
     upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
 ) -> None:
