@@ -23,7 +23,7 @@ import os
 import random
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -51,11 +51,13 @@ __all__ = [
     "policies",
     "resolve_loop",
     "rss_bytes",
+    "run_main",
     "slow_events",
     "sse_event",
     "start_fake_upstream",
     "start_proxy",
     "stop_processes",
+    "write_results",
 ]
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -379,3 +381,23 @@ def human_size(size: int) -> str:
     if size >= 1000:
         return f"{size / 1000:g} KB"
     return f"{size} B"
+
+
+def write_results(path: Path, document: dict[str, Any]) -> None:
+    """A benchmark's figures as JSON, for ``bench/report.py``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"results written to {path}", flush=True)
+
+
+def run_main(name: str, bench: Coroutine[Any, Any, int]) -> int:
+    """Runs a benchmark's coroutine: its exit code; 1 on a BenchError, 130 when interrupted
+    (the processes it started are stopped by its own cleanup either way)."""
+    try:
+        return asyncio.run(bench)
+    except BenchError as exc:
+        print(f"{name}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print(f"{name}: interrupted; processes stopped", file=sys.stderr, flush=True)
+        return 130

@@ -57,10 +57,12 @@ from harness import (
     load_average,
     policies,
     rss_bytes,
+    run_main,
     slow_events,
     start_fake_upstream,
     start_proxy,
     stop_processes,
+    write_results,
 )
 from revision import code_revision
 
@@ -374,9 +376,7 @@ async def run(args: argparse.Namespace) -> int:
             "upstream_pool_size": args.pool_size,
             "results": results,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
-        print(f"results written to {args.json}", flush=True)
+        write_results(args.json, document)
     if errors:
         print(f"memory_bench: {errors} streams failed", file=sys.stderr, flush=True)
         return 1
@@ -384,15 +384,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return asyncio.run(run(args))
-    except BenchError as exc:
-        print(f"memory_bench: {exc}", file=sys.stderr, flush=True)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("memory_bench: interrupted; processes stopped", file=sys.stderr, flush=True)
-        return 130
+    return run_main("memory_bench", run(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -76,9 +76,11 @@ from harness import (
     load_average,
     policies,
     resolve_loop,
+    run_main,
     start_fake_upstream,
     start_proxy,
     stop_processes,
+    write_results,
 )
 from revision import code_revision
 
@@ -629,22 +631,12 @@ async def run(args: argparse.Namespace) -> int:
             "uvloop_vs_asyncio": gains,
             "targets": verdicts,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
-        print(f"results written to {args.json}", flush=True)
+        write_results(args.json, document)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return asyncio.run(run(args))
-    except BenchError as exc:
-        print(f"overhead_bench: {exc}", file=sys.stderr, flush=True)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("overhead_bench: interrupted; processes stopped", file=sys.stderr, flush=True)
-        return 130
+    return run_main("overhead_bench", run(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -63,9 +63,11 @@ from harness import (
     load_average,
     make_stream,
     policies,
+    run_main,
     start_fake_upstream,
     start_proxy,
     stop_processes,
+    write_results,
 )
 from overhead_bench import Target, cpu_seconds, run_wrk, wrk_script
 from revision import code_revision
@@ -506,22 +508,12 @@ async def run(args: argparse.Namespace) -> int:
             "note": "vs shieldgate: the path's throughput (or speed) over shieldgate's; "
             "under 1 means slower than shieldgate.",
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
-        print(f"results written to {args.json}", flush=True)
+        write_results(args.json, document)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return asyncio.run(run(args))
-    except BenchError as exc:
-        print(f"peer_bench: {exc}", file=sys.stderr, flush=True)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("peer_bench: interrupted; processes stopped", file=sys.stderr, flush=True)
-        return 130
+    return run_main("peer_bench", run(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -81,9 +81,11 @@ from harness import (
     make_stream,
     policies,
     resolve_loop,
+    run_main,
     start_fake_upstream,
     start_proxy,
     stop_processes,
+    write_results,
 )
 from revision import code_revision  # bench/ is on sys.path when run
 
@@ -553,22 +555,12 @@ async def run(args: argparse.Namespace) -> int:
             "anomalies": anomalies,
             "targets": [verdict] if verdict else [],
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
-        print(f"results written to {args.json}", flush=True)
+        write_results(args.json, document)
     return 1 if anomalies else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        return asyncio.run(run(args))
-    except BenchError as exc:
-        print(f"stream_bench: {exc}", file=sys.stderr, flush=True)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("stream_bench: interrupted; proxies stopped", file=sys.stderr, flush=True)
-        return 130
+    return run_main("stream_bench", run(parse_args(argv)))
 
 
 if __name__ == "__main__":
