@@ -52,15 +52,7 @@ async def check_input_remote(
             )
         )
         judged.append(latest)
-    results = await run_remote(
-        checks,
-        remote.backends,
-        policy_on_error=policy.spec.on_error,
-        enforcing=policy.enforcing,
-        on_failure=remote.on_failure,
-    )
-    findings = [f for found in results for f in found]
-    blocked = blocks(findings, enforcing=policy.enforcing)
+    results, findings, blocked = await _run(policy, checks, remote)
     redacted = False
     if policy.enforcing and not blocked:
         for index, found in zip(judged, results, strict=True):
@@ -88,6 +80,21 @@ async def check_reply_remote(
         for field in texts
         for shield in shields
     ]
+    results, findings, blocked = await _run(policy, checks, remote)
+    redacted = False
+    if policy.enforcing and not blocked:
+        for k, field in enumerate(texts):
+            per_field = results[k * len(shields) : (k + 1) * len(shields)]
+            redacted |= _rewrite([field], [f for found in per_field for f in found])
+    return RemoteOutcome(findings, blocked, redacted)
+
+
+async def _run(
+    policy: CompiledPolicy,
+    checks: list[tuple[RemoteShield, JudgeRequest]],
+    remote: RemoteContext,
+) -> tuple[list[list[Finding]], list[Finding], bool]:
+    """Each check's findings, all of them, and whether they block."""
     results = await run_remote(
         checks,
         remote.backends,
@@ -96,13 +103,7 @@ async def check_reply_remote(
         on_failure=remote.on_failure,
     )
     findings = [f for found in results for f in found]
-    blocked = blocks(findings, enforcing=policy.enforcing)
-    redacted = False
-    if policy.enforcing and not blocked:
-        for k, field in enumerate(texts):
-            per_field = results[k * len(shields) : (k + 1) * len(shields)]
-            redacted |= _rewrite([field], [f for found in per_field for f in found])
-    return RemoteOutcome(findings, blocked, redacted)
+    return results, findings, blocks(findings, enforcing=policy.enforcing)
 
 
 def _fields_by_message(chat: ChatRequest) -> list[list[TextField]]:

@@ -150,6 +150,18 @@ class Shield(ABC):
         roles = self.spec.roles
         return roles is None or role is None or role in roles
 
+    def error_finding(self) -> Finding:
+        """The finding of a shield that failed under fail-closed: a block without a span."""
+        return Finding(
+            shield_id=self.id,
+            shield_type=self.type_name,
+            label="shield_error",
+            action=Action.BLOCK,
+            start=0,
+            end=0,
+            monitor=self.monitor,
+        )
+
     def finding(self, label: str, start: int, end: int) -> Finding:
         return Finding(
             shield_id=self.id,

@@ -321,17 +321,7 @@ def failure_finding(shield: Shield, exc: BaseException, fail_closed: bool) -> li
     log.error("shield %s (%s) failed: %s", shield.id, shield.type_name, kind)
     if not fail_closed:
         return []
-    return [
-        Finding(
-            shield_id=shield.id,
-            shield_type=shield.type_name,
-            label="shield_error",
-            action=Action.BLOCK,
-            start=0,
-            end=0,
-            monitor=shield.monitor,
-        )
-    ]
+    return [shield.error_finding()]
 
 
 def _failure_kind(exc: BaseException) -> str:

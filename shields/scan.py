@@ -247,17 +247,7 @@ def _failure(shield: Shield, exc: Exception, fail_closed: bool) -> list[Finding]
     log.error("shield %s (%s) failed: %s", shield.id, shield.type_name, type(exc).__name__)
     if not fail_closed:
         return []
-    return [
-        Finding(
-            shield_id=shield.id,
-            shield_type=shield.type_name,
-            label="shield_error",
-            action=Action.BLOCK,
-            start=0,
-            end=0,
-            monitor=shield.monitor,
-        )
-    ]
+    return [shield.error_finding()]
 
 
 def check_request(
