@@ -18,7 +18,7 @@ import aiohttp
 import openai
 
 from proxy import json_codec
-from proxy.upstream import _retry_after
+from proxy.upstream import retry_after_seconds
 from shields.builtin.llm_judge import LlmJudgeSpec
 from shields.builtin.moderation import ModerationSpec
 from shields.builtin.webhook import WebhookSpec
@@ -56,7 +56,7 @@ def _openai_error(exc: openai.OpenAIError) -> Exception:
     if isinstance(exc, openai.APIConnectionError):
         return RemoteCallError("cannot connect", retryable=True, kind="connect")
     if isinstance(exc, openai.APIStatusError):
-        retry_after = _retry_after(exc.response.headers.get("retry-after"))
+        retry_after = retry_after_seconds(exc.response.headers.get("retry-after"))
         return _status_error(exc.status_code, retry_after)
     return RemoteAnswerError(f"unreadable answer ({type(exc).__name__})")
 
@@ -135,7 +135,7 @@ class HttpBackends:
                 spec.url, data=json_codec.dumps(payload), headers=headers
             ) as reply:
                 if reply.status >= 300:
-                    retry_after = _retry_after(reply.headers.get("Retry-After"))
+                    retry_after = retry_after_seconds(reply.headers.get("Retry-After"))
                     raise _status_error(reply.status, retry_after)
                 body = b""
                 async for data in reply.content.iter_chunked(64 * 1024):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.chat_request import PART_SEPARATOR, ChatRequest, conversation_of
+from proxy.chat_request import PART_SEPARATOR, ChatRequest, InputCheck, conversation_of
 from proxy.openai_texts import MalformedReply, TextField, reply_fields
+from proxy.reply_check import ReplyCheck
 from proxy.stream_checks import RemoteContext
 from shields.base import Action, Finding, Stage
 from shields.pipeline import blocks, latest_message, run_remote
@@ -20,21 +21,12 @@ from shields.policy import CompiledPolicy
 from shields.remote import JudgeRequest, RemoteShield
 from shields.scan import merge_redactions, redact
 
-__all__ = ["RemoteOutcome", "check_input_remote", "check_reply_remote"]
-
-
-class RemoteOutcome:
-    __slots__ = ("blocked", "findings", "redacted")
-
-    def __init__(self, findings: list[Finding], blocked: bool, redacted: bool) -> None:
-        self.findings = findings
-        self.blocked = blocked
-        self.redacted = redacted
+__all__ = ["check_input_remote", "check_reply_remote"]
 
 
 async def check_input_remote(
     policy: CompiledPolicy, chat: ChatRequest, remote: RemoteContext
-) -> RemoteOutcome:
+) -> InputCheck:
     shields = policy.remote(Stage.INPUT)
     conversation = conversation_of(chat)
     fields = _fields_by_message(chat)
@@ -57,17 +49,17 @@ async def check_input_remote(
     if policy.enforcing and not blocked:
         for index, found in zip(judged, results, strict=True):
             redacted |= _rewrite(fields[index], found)
-    return RemoteOutcome(findings, blocked, redacted)
+    return InputCheck(findings, blocked, redacted)
 
 
 async def check_reply_remote(
     policy: CompiledPolicy, completion: dict[str, Any], remote: RemoteContext
-) -> RemoteOutcome:
+) -> ReplyCheck:
     """Raises MalformedReply when the completion cannot be read."""
     shields = policy.remote(Stage.OUTPUT)
     choices = completion.get("choices")
     if not shields or choices is None:
-        return RemoteOutcome([], False, False)
+        return ReplyCheck([], False, False)
     if not isinstance(choices, list):
         raise MalformedReply("`choices` is not a list")
     texts: list[TextField] = []
@@ -86,7 +78,7 @@ async def check_reply_remote(
         for k, field in enumerate(texts):
             per_field = results[k * len(shields) : (k + 1) * len(shields)]
             redacted |= _rewrite([field], [f for found in per_field for f in found])
-    return RemoteOutcome(findings, blocked, redacted)
+    return ReplyCheck(findings, blocked, redacted)
 
 
 async def _run(

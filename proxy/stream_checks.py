@@ -73,11 +73,15 @@ class RemoteStreamChecks:
     progress: dict[tuple[str, int], _Progress] = field(default_factory=dict)
     running: dict[asyncio.Task[list[Finding]], _Call] = field(default_factory=dict)
     calls: int = 0
+    # The shields that hold events until they have passed them (``release: after_check``).
+    holding: tuple[RemoteShield, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.holding = tuple(s for s in self.shields if s.spec.stream.release == "after_check")
 
     @property
     def holds(self) -> bool:
-        """True when some shield holds events until it has passed them."""
-        return any(s.spec.stream.release == "after_check" for s in self.shields)
+        return bool(self.holding)
 
     @property
     def tasks(self) -> set[asyncio.Task[list[Finding]]]:
@@ -139,15 +143,10 @@ class RemoteStreamChecks:
             ]
             progress = self._progress(call.shield, call.channel)
             progress.passed = max(progress.passed, call.end)
-            call.channel.judged_end = (
-                min(
-                    self._progress(s, call.channel).passed
-                    for s in self.shields
-                    if s.spec.stream.release == "after_check"
+            if self.holding:
+                call.channel.judged_end = min(
+                    self._progress(s, call.channel).passed for s in self.holding
                 )
-                if self.holds
-                else call.end
-            )
             results.append((call.channel, findings))
         return results
 

@@ -29,7 +29,7 @@ from proxy.errors import UpstreamError, UpstreamTimeout
 from proxy.metrics import Metrics
 from proxy.settings import Settings
 
-__all__ = ["Upstream", "response_headers"]
+__all__ = ["Upstream", "response_headers", "retry_after_seconds"]
 
 _FORWARDED_REQUEST_HEADERS = frozenset(
     {
@@ -74,7 +74,8 @@ def response_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
     return headers
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header (seconds or an HTTP date) in seconds; None when unreadable."""
     if not value:
         return None
     try:
@@ -210,7 +211,7 @@ class Upstream:
                     )
                 if last or response.status not in _RETRY_STATUSES:
                     break
-                retry_after = _retry_after(response.headers.get("retry-after"))
+                retry_after = retry_after_seconds(response.headers.get("retry-after"))
                 response.release()
                 if retry_after is None:
                     delay = self._backoff(attempt)

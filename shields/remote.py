@@ -49,6 +49,8 @@ __all__ = [
     "VerdictCache",
     "Vote",
     "failure_finding",
+    "failure_kind",
+    "remote_shields",
 ]
 
 log = logging.getLogger("shieldgate.shields.remote")
@@ -317,14 +319,15 @@ def failure_finding(shield: Shield, exc: BaseException, fail_closed: bool) -> li
 
     Logged with the shield and the kind of failure, never the text.
     """
-    kind = _failure_kind(exc)
+    kind = failure_kind(exc)
     log.error("shield %s (%s) failed: %s", shield.id, shield.type_name, kind)
     if not fail_closed:
         return []
     return [shield.error_finding()]
 
 
-def _failure_kind(exc: BaseException) -> str:
+def failure_kind(exc: BaseException) -> str:
+    """A bounded name for what went wrong (logs and a metrics label)."""
     if isinstance(exc, TimeoutError):
         return "timeout"
     if isinstance(exc, RemoteCallError):
@@ -332,11 +335,6 @@ def _failure_kind(exc: BaseException) -> str:
     if isinstance(exc, RemoteAnswerError):
         return "bad_answer"
     return type(exc).__name__
-
-
-def failure_kind(exc: BaseException) -> str:
-    """A bounded name for what went wrong, for metrics."""
-    return _failure_kind(exc)
 
 
 def remote_shields(shields: Sequence[Shield]) -> tuple[RemoteShield, ...]:

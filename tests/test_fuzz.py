@@ -26,7 +26,6 @@ import http.client
 import itertools
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -46,10 +45,11 @@ from proxy.json_codec import dumps as json_dumps
 from proxy.json_codec import loads as json_loads
 from proxy.server import RunningServer, start_server
 from proxy.settings import Settings
-from proxy.sse import SSEDecoder, SSEError, SSEEvent
+from proxy.sse import SSEDecoder, SSEError
 from shields.policy import CompiledPolicy, PolicyError, parse_policy
 from tests.conftest import FAST_SETTINGS
 from tests.fake_upstream import FakeUpstream
+from tests.test_sse import frames, reference_frames
 
 # ---- profiles ------------------------------------------------------------------------------
 
@@ -388,32 +388,6 @@ def splits(draw: st.DrawFn, data: bytes) -> list[bytes]:
     cuts = sorted(set(draw(st.lists(st.integers(0, len(data)), max_size=30))))
     bounds = [0, *cuts, len(data)]
     return [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
-
-
-def reference_frames(stream: bytes) -> list[tuple[bytes | None, str | None]]:
-    """The WHATWG event-stream algorithm over the whole stream at once (the oracle)."""
-    stream = stream.removeprefix(b"\xef\xbb\xbf")
-    *lines, _unterminated = re.split(rb"\r\n|\r|\n", stream)
-    out: list[tuple[bytes | None, str | None]] = []
-    data: list[bytes] = []
-    event: str | None = None
-    for line in lines:
-        if not line:
-            if data or event is not None:
-                out.append((b"\n".join(data) if data else None, event))
-            data, event = [], None
-        elif not line.startswith(b":"):
-            name, _, value = line.partition(b":")
-            value = value.removeprefix(b" ")
-            if name == b"data":
-                data.append(value)
-            elif name == b"event":
-                event = value.decode("utf-8", errors="replace")
-    return out
-
-
-def frames(events: list[SSEEvent]) -> list[tuple[bytes | None, str | None]]:
-    return [(e.data, e.event) for e in events if e.data is not None or e.event is not None]
 
 
 @fuzz(weight=5)

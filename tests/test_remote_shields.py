@@ -246,6 +246,7 @@ async def test_on_error_allow_lets_a_failed_check_pass_and_counts_it(
         'shieldgate_remote_shield_failures_total{kind="bad_answer",policy="judged",shield="guard"}'
         " 1.0" in text
     )
+    assert 'shieldgate_remote_check_seconds_count{stage="input"} 1.0' in text
 
 
 async def test_a_judge_that_never_answers_blocks_at_the_timeout(
@@ -489,6 +490,13 @@ async def test_safe_reply_leaves_byte_for_byte(judges, upstream, make_proxy, htt
 LONG = "".join(f"Sentence number {i:03d} of a long and harmless answer. " for i in range(100))
 
 
+def marker_judge(marker: str, delay: float = 0.0) -> Any:
+    """A judge that finds the judged turn unsafe (S1, S9) once it contains ``marker``."""
+    return lambda body: Answer(
+        text=UNSAFE if marker in body["messages"][-1]["content"] else "safe", delay=delay
+    )
+
+
 def stream_reply(
     text: str, *, piece: int = 4, delay: float = 0.0, finish: bool = True, role: bool = True
 ) -> Reply:
@@ -561,12 +569,7 @@ async def test_after_check_holds_text_until_the_judge_passed_it(
     marker = "DETONATE"
     text = LONG[:1500] + marker + LONG[:1000]
 
-    def judge(body: Any) -> Answer:
-        return Answer(
-            text=UNSAFE if marker in body["messages"][-1]["content"] else "safe", delay=0.05
-        )
-
-    judges.judge = judge
+    judges.judge = marker_judge(marker, delay=0.05)
     upstream.enqueue(stream_reply(text, delay=0.0005))
     proxy = await make_proxy(stream_policy(judges, "after_check"))
     content, payloads, _ = await read_stream(http, proxy.url)
@@ -583,12 +586,7 @@ async def test_immediately_lets_text_flow_and_a_late_verdict_stops_the_rest(
     marker = "DETONATE"
     text = LONG[:1500] + marker + LONG[:3000]
 
-    def judge(body: Any) -> Answer:
-        return Answer(
-            text=UNSAFE if marker in body["messages"][-1]["content"] else "safe", delay=0.05
-        )
-
-    judges.judge = judge
+    judges.judge = marker_judge(marker, delay=0.05)
     upstream.enqueue(stream_reply(text, delay=0.0005))
     proxy = await make_proxy(stream_policy(judges, "immediately"))
     content, payloads, _ = await read_stream(http, proxy.url)
@@ -826,10 +824,7 @@ output:
 """
     marker = "DETONATE"
 
-    def judge(body: Any) -> Answer:
-        return Answer(text=UNSAFE if marker in body["messages"][-1]["content"] else "safe")
-
-    judges.judge = judge
+    judges.judge = marker_judge(marker)
     upstream.enqueue(stream_reply(LONG[:300] + marker + LONG[:300]))
     proxy = await make_proxy(policy)
     client = make_client(proxy)
