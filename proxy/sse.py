@@ -27,6 +27,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from proxy.sse_runs import EventRun, EventTemplate
 
 __all__ = ["SSEDecoder", "SSEError", "SSEEvent", "encode_data"]
 
@@ -195,17 +199,38 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Returns every event completed by ``chunk``, in order."""
         events: list[SSEEvent] = []
+        self._feed(chunk, None, events)
+        return events
+
+    def feed_runs(self, chunk: bytes, template: EventTemplate | None) -> list[SSEEvent | EventRun]:
+        """Like ``feed``, but events of ``template`` at the start of the completed bytes come
+        out as one ``EventRun`` (``proxy/sse_runs.py``): the stream guard's bulk path."""
+        events: list[SSEEvent | EventRun] = []
+        self._feed(chunk, template, events)
+        return events
+
+    def _feed(self, chunk: bytes, template: EventTemplate | None, events: list[Any]) -> None:
         if self._at_start:
             chunk = self._take_bom(chunk, events)
         if not chunk:
-            return events
+            return
         has_cr = self._has_cr or b"\r" in chunk
         if not self._may_end_event(chunk, has_cr):
             self._hold(chunk, has_cr)
-            return events
+            return
         self._parts.append(chunk)
         data = b"".join(self._parts)
-        if not has_cr:
+        if template is not None and not has_cr:
+            run = template.take_run(data)
+            if run is not None:
+                if len(run.raw) > self._max and run.longest_event > self._max:
+                    raise SSEError(f"SSE event exceeds max_event_bytes={self._max}")
+                events.append(run)
+                data = data[len(run.raw) :]
+        if not data:
+            new: list[SSEEvent] = []
+            rest = b""
+        elif not has_cr:
             new, rest = _decode_uniform(data, b"\n")
         elif _is_crlf_only(data):
             new, rest = _decode_uniform(data, b"\r\n")
@@ -221,7 +246,6 @@ class SSEDecoder:
         if rest:
             self._hold(rest, has_cr and b"\r" in rest)
         events += new
-        return events
 
     def finish(self) -> bytes:
         """At EOF: returns the bytes of an unterminated trailing event, b"" if there is none.

@@ -33,6 +33,7 @@ from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
 from proxy.openai_texts import MalformedReply, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.sse import SSEEvent, encode_data
+from proxy.sse_runs import EventRun, EventTemplate, learn_template
 from proxy.stream_checks import RemoteContext, RemoteStreamChecks
 from shields.base import Action, Finding
 from shields.policy import CompiledPolicy
@@ -47,6 +48,9 @@ _MAX_KEPT_FINDINGS = 1000
 # Text buffered before a scan even without flush(): bounds memory for one enormous read.
 _MAX_UNSCANNED_CHARS = 256 * 1024
 _NO_TASKS: set[asyncio.Task[list[Finding]]] = set()
+# Times a stream may learn the shape of its events anew (``proxy/sse_runs.py``): an upstream
+# whose events all differ (a per-event nonce) stops costing the attempts after a few.
+_MAX_TEMPLATES = 8
 
 
 class GuardState(enum.Enum):
@@ -77,11 +81,12 @@ class _Channel:
 
 @dataclass(slots=True)
 class _Queued:
-    raw: bytes
+    raw: bytes | memoryview  # a memoryview only for a run (``EventRun.raw``)
     # The event's JSON, kept as bytes: parsed again only to redact (a parsed chunk is ~5x the
     # size of its bytes, and a stream holds a window of them).
     data: bytes | None = None
     segments: list[tuple[_Channel, int, int]] = field(default_factory=list)
+    run: EventRun | None = None  # a run of look-alike events, released in parts
 
 
 FindingSink = Callable[[Finding], None]
@@ -133,6 +138,8 @@ class StreamGuard:
         self._finished_choices: set[int] = set()
         self._observed = False
         self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
+        self._template: EventTemplate | None = None
+        self._templates_left = _MAX_TEMPLATES
         self.state = GuardState.OPEN
         self.findings: list[Finding] = []
 
@@ -156,14 +163,23 @@ class StreamGuard:
         return checks.tasks if checks is not None and checks.running else _NO_TASKS
 
     @property
+    def template(self) -> EventTemplate | None:
+        """The shape of this stream's text events once learned: the handler passes it to
+        ``SSEDecoder.feed_runs``, which then hands whole runs of them to ``feed``."""
+        return self._template
+
+    @property
     def remote_calls(self) -> int:
         return self._checks.calls if self._checks is not None else 0
 
     # -- events in ---------------------------------------------------------------------------
 
-    def feed(self, event: SSEEvent) -> bytes:
+    def feed(self, event: SSEEvent | EventRun) -> bytes:
         if self.state is not GuardState.OPEN or self._ending:
             return b""
+        if type(event) is EventRun:
+            return self._feed_run(event)
+        assert type(event) is SSEEvent
         data = event.data
         if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
             return self._finish(event.raw)
@@ -177,6 +193,8 @@ class StreamGuard:
                 return self.fail(f"The upstream sent an invalid stream event: {exc}")
             except _UpstreamReported:
                 return self._release() + self.fail("The upstream reported an error mid-stream")
+            if len(item.segments) == 1 and self._templates_left:
+                self._check_template(event.raw, data, *item.segments[0])
         if self.blocked:
             return self._refusal()
         if not self._holding:
@@ -189,6 +207,38 @@ class StreamGuard:
         if self._held_bytes > self._max_held_bytes:
             return self.fail("The upstream stream holds too much unreleasable data")
         return b""
+
+    def _feed_run(self, run: EventRun) -> bytes:
+        if not self._scanning:
+            return bytes(run.raw)
+        item = _Queued(run.raw, run=run)
+        if run.text:
+            self._feed_text(run.template.channel, run.text, item)
+        if self.blocked:
+            return self._refusal()
+        if not self._holding or (not self._queue and not item.segments):
+            return bytes(run.raw)
+        self._queue.append(item)
+        self._held_bytes += len(run.raw)
+        if self._held_bytes > self._max_held_bytes:
+            return self.fail("The upstream stream holds too much unreleasable data")
+        return b""
+
+    def _check_template(
+        self, raw: bytes, data: bytes, channel: _Channel, start: int, end: int
+    ) -> None:
+        """Learns the shape of a one-text event, or forgets a learned shape it does not fit."""
+        template = self._template
+        if template is not None:
+            if raw.startswith(template.head) and raw.endswith(template.tail):
+                return  # it fits: it only came outside a run
+            self._template = None  # the events changed shape (say, a new timestamp)
+        pending = channel.pending
+        if not pending or len(pending[-1]) != end - start:
+            return  # its text was scanned already (an enormous read): try another event
+        self._templates_left -= 1
+        key = next(key for key, known in self._channels.items() if known is channel)
+        self._template = learn_template(raw, data, key, pending[-1], _chunk_texts)
 
     def flush(self) -> bytes:
         """Scans the text fed since the last flush; returns the events that may now leave."""
@@ -346,20 +396,39 @@ class StreamGuard:
                 channel.spans = merge_redactions(channel.redactions)
 
     def _release(self) -> bytes:
-        out: list[bytes] = []
+        out: list[bytes | memoryview] = []
         queue = self._queue
         judging = self._judging
         while queue:
             item = queue[0]
-            for channel, _, end in item.segments:
+            for channel, start, end in item.segments:
                 if end > channel.safe_end or (judging and end > channel.judged_end):
+                    if item.run is not None:
+                        out.append(self._release_part(item, channel, start, end))
                     return b"".join(out)
             queue.popleft()
             self._held_bytes -= len(item.raw)
             out.append(self._render(item))
         return b"".join(out)
 
-    def _render(self, item: _Queued) -> bytes:
+    def _release_part(
+        self, item: _Queued, channel: _Channel, start: int, end: int
+    ) -> bytes | memoryview:
+        """Releases the events at the front of a run that are safe; the rest stays queued."""
+        assert item.run is not None
+        limit = channel.safe_end
+        if self._judging and channel.judged_end < limit:
+            limit = channel.judged_end
+        parts = item.run.split(limit - start)
+        if parts is None:
+            return b""
+        front, rest = parts
+        middle = start + len(front.text)
+        item.raw, item.run, item.segments = rest.raw, rest, [(channel, middle, end)]
+        self._held_bytes -= len(front.raw)
+        return self._render(_Queued(front.raw, None, [(channel, start, middle)], front))
+
+    def _render(self, item: _Queued) -> bytes | memoryview:
         """The event's bytes as received, unless a redaction overlaps the text it carries."""
         if not any(
             span.start < end and span.end > start
@@ -368,6 +437,8 @@ class StreamGuard:
             for span in channel.spans
         ):
             return item.raw
+        if item.run is not None:
+            return self._render_run(item)
         assert item.data is not None
         chunk = json_codec.loads(item.data)
         fields = [
@@ -378,6 +449,17 @@ class StreamGuard:
         for text_field, (channel, start, _) in zip(fields, item.segments, strict=True):
             text_field.write(redact(text_field.text, start, channel.spans))
         return encode_data(json_codec.dumps(chunk))
+
+    def _render_run(self, item: _Queued) -> bytes:
+        """A run touched by a redaction: its events are rewritten one by one."""
+        assert item.run is not None
+        channel, offset, _ = item.segments[0]
+        out: list[bytes | memoryview] = []
+        for raw, data, text in item.run.events():
+            segments = [(channel, offset, offset + len(text))] if text else []
+            out.append(self._render(_Queued(raw, data, segments)))
+            offset += len(text)
+        return b"".join(out)
 
     def _finish(self, done_raw: bytes) -> bytes:
         for channel in self._channels.values():
@@ -415,3 +497,19 @@ class StreamGuard:
         """Stops the remote calls in flight (a block, a failure, the client left)."""
         if self._checks is not None:
             self._checks.cancel()
+
+
+def _chunk_texts(chunk: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Every text of a parsed stream chunk with its channel: what ``feed`` would find in it."""
+    if not isinstance(chunk, dict) or chunk.get("error") is not None:
+        raise MalformedReply("not a chunk")
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        raise MalformedReply("`choices` is not a list")
+    texts = []
+    for choice in choices:
+        if type(choice) is not dict or type(choice.get("index", 0)) is not int:
+            raise MalformedReply("a choice is not an object with an integer index")
+        for text_field in reply_fields(choice.get("delta"), choice.get("index", 0), stream=True):
+            texts.append((text_field.channel, text_field.text))
+    return texts
