@@ -261,9 +261,7 @@ async def _pump(
                 if data is None:  # a remote shield's verdict arrived
                     await _write(response, guard.collect_checks())
                 elif data:
-                    out = [guard.feed(event) for event in decoder.feed_runs(data, guard.template)]
-                    out.append(guard.flush())
-                    await _write(response, _joined(out))
+                    await _write(response, guard.feed_read(decoder, data))
                 else:
                     await _write(response, guard.end(truncated=bool(decoder.finish())))
                 metrics.held_bytes.inc(guard.held_bytes - held)
@@ -287,12 +285,6 @@ async def _pump(
     return response
 
 
-def _joined(parts: list[bytes]) -> bytes:
-    # Usually one part holds a whole read's worth of events: not copied once more.
-    parts = [part for part in parts if part]
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-async def _write(response: web.StreamResponse, data: bytes) -> None:
+async def _write(response: web.StreamResponse, data: bytes | memoryview) -> None:
     if data:
         await response.write(data)

@@ -63,12 +63,14 @@ class EventRun:
         if chars >= total:
             return self, _empty_run(self.template)
         literals = self.literals
+        # Plain ASCII bodies hold one character per byte: no decoding needed to count them.
+        plain = literals.isascii() and b"\\" not in literals
         cut = len(literals)
         kept = 0
         kept_chars = 0
         while total - kept_chars > chars:
             start = literals.rfind(_SEP, 0, cut) + 1
-            kept_chars += len(_decode_literal(literals[start:cut]))
+            kept_chars += cut - start if plain else len(_decode_literal(literals[start:cut]))
             kept += 1
             if start == 0:
                 return None  # the first event already carries text that must stay
@@ -143,23 +145,21 @@ class EventTemplate:
         head, suffix = self.head, self.suffix
         if not data.startswith(head):
             return None
-        # One C split into events, then checks mapped over them in C: each event is a few
-        # hundred bytes around a few characters, so anything per event in Python would cost
-        # more than everything else here.
+        # One C split into events, one slice per event in C, and one comparison with the
+        # events rebuilt from the bodies: each event is a few hundred bytes around a few
+        # characters, so any Python work per event would cost more than everything else here.
         pieces = data.split(_END)
-        pieces.pop()  # the unfinished rest
-        if not (
-            all(map(bytes.startswith, pieces, repeat(head)))
-            and all(map(bytes.endswith, pieces, repeat(suffix)))
-        ):
-            pieces = pieces[: _matching(pieces, head, suffix)]
-            if not pieces:
+        end = len(data) - len(pieces.pop())  # the unfinished rest
+        bodies = list(map(bytes.__getitem__, pieces, repeat(slice(len(head), -len(suffix)))))
+        rebuilt = head + (self.tail + head).join(bodies) + self.tail
+        if len(rebuilt) != end or not data.startswith(rebuilt):
+            count = _matching(pieces, head, suffix)
+            if not count:
                 return None
-        count = len(pieces)
-        literals = _SEP.join(map(bytes.__getitem__, pieces, repeat(slice(len(head), -len(suffix)))))
+            del bodies[count:]
+        count = len(bodies)
+        literals = _SEP.join(bodies)
         raw_len = count * self.fixed_bytes + len(literals) - (count - 1)
-        if raw_len != sum(map(len, pieces)) + count * len(_END):
-            return None  # an event shorter than the template: head and suffix overlap
         text = _decode_run(literals, count)
         if text is None:
             return None
@@ -168,9 +168,10 @@ class EventTemplate:
 
 
 def _matching(pieces: list[bytes], head: bytes, suffix: bytes) -> int:
-    """How many events at the front have the template's head and suffix."""
+    """How many events at the front are the template's head, a body and its suffix."""
+    shortest = len(head) + len(suffix)
     for index, piece in enumerate(pieces):
-        if not (piece.startswith(head) and piece.endswith(suffix)):
+        if not (len(piece) >= shortest and piece.startswith(head) and piece.endswith(suffix)):
             return index
     return len(pieces)
 

@@ -32,7 +32,7 @@ from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
 from proxy.openai_texts import MalformedReply, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
-from proxy.sse import SSEEvent, encode_data
+from proxy.sse import SSEDecoder, SSEEvent, encode_data
 from proxy.sse_runs import EventRun, EventTemplate, learn_template
 from proxy.stream_checks import RemoteContext, RemoteStreamChecks
 from shields.base import Action, Finding
@@ -51,6 +51,9 @@ _NO_TASKS: set[asyncio.Task[list[Finding]]] = set()
 # Times a stream may learn the shape of its events anew (``proxy/sse_runs.py``): an upstream
 # whose events all differ (a per-event nonce) stops costing the attempts after a few.
 _MAX_TEMPLATES = 8
+# Until the shape is learned, a read is framed this much at a time first: a fast upstream's
+# first read holds thousands of events, and the shape is learned from one of the first few.
+_LEARNING_BYTES = 4096
 
 
 class GuardState(enum.Enum):
@@ -178,12 +181,14 @@ class StreamGuard:
         if self.state is not GuardState.OPEN or self._ending:
             return b""
         if type(event) is EventRun:
-            return self._feed_run(event)
+            return bytes(self._feed_run(event))
         assert type(event) is SSEEvent
         data = event.data
         if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
             return self._finish(event.raw)
         if not self._scanning:
+            if data is not None and self._template is None and self._templates_left:
+                self._learn_unscanned(event.raw, data)
             return event.raw
         item = _Queued(event.raw)
         if data is not None:
@@ -208,21 +213,33 @@ class StreamGuard:
             return self.fail("The upstream stream holds too much unreleasable data")
         return b""
 
-    def _feed_run(self, run: EventRun) -> bytes:
+    def _feed_run(self, run: EventRun) -> bytes | memoryview:
         if not self._scanning:
-            return bytes(run.raw)
+            return run.raw
         item = _Queued(run.raw, run=run)
         if run.text:
             self._feed_text(run.template.channel, run.text, item)
         if self.blocked:
             return self._refusal()
         if not self._holding or (not self._queue and not item.segments):
-            return bytes(run.raw)
+            return run.raw
         self._queue.append(item)
         self._held_bytes += len(run.raw)
         if self._held_bytes > self._max_held_bytes:
             return self.fail("The upstream stream holds too much unreleasable data")
         return b""
+
+    def _learn_unscanned(self, raw: bytes, data: bytes) -> None:
+        # Nothing to scan, but runs still spare the per-event framing: learn the shape from
+        # the first event with one text.
+        try:
+            texts = _chunk_texts(json_codec.loads(data))
+        except (json_codec.InvalidJSON, MalformedReply):
+            return
+        if len(texts) == 1:
+            self._templates_left -= 1
+            channel, text = texts[0]
+            self._template = learn_template(raw, data, channel, text, _chunk_texts)
 
     def _check_template(
         self, raw: bytes, data: bytes, channel: _Channel, start: int, end: int
@@ -240,20 +257,43 @@ class StreamGuard:
         key = next(key for key, known in self._channels.items() if known is channel)
         self._template = learn_template(raw, data, key, pending[-1], _chunk_texts)
 
+    def feed_read(self, decoder: SSEDecoder, data: bytes) -> bytes | memoryview:
+        """One network read: framed by ``decoder`` (in runs once the events' shape is known),
+        fed, and flushed; returns what may leave. Raises ``SSEError`` from the decoder."""
+        out: list[bytes | memoryview] = []
+        if self._template is None and self._templates_left and len(data) > _LEARNING_BYTES:
+            out += [self.feed(event) for event in decoder.feed(data[:_LEARNING_BYTES])]
+            data = data[_LEARNING_BYTES:]
+        for event in decoder.feed_runs(data, self._template):
+            if type(event) is EventRun:
+                out.append(self._feed_run(event))
+            else:
+                assert type(event) is SSEEvent
+                out.append(self.feed(event))
+        self._flush_into(out)
+        parts = [part for part in out if part]
+        # Usually one part, a view of the read, holds all its events: not copied once more.
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
     def flush(self) -> bytes:
         """Scans the text fed since the last flush; returns the events that may now leave."""
+        out: list[bytes | memoryview] = []
+        self._flush_into(out)
+        return b"".join(out)
+
+    def _flush_into(self, out: list[bytes | memoryview]) -> None:
         if self.state is not GuardState.OPEN or not self._unscanned:
-            return b""
+            return
         channels, self._unscanned = self._unscanned, []
         for channel in channels:
             self._scan(channel)
         if self.blocked:
-            return self._refusal()
+            out.append(self._refusal())
+            return
         if self._checks is not None:
             self._checks.schedule(list(self._channels.values()), final=False)
-        if not self._holding:
-            return b""
-        return self._release()
+        if self._holding:
+            self._release_into(out)
 
     def collect_checks(self) -> bytes:
         """Applies the remote verdicts that arrived; returns what may now leave."""
@@ -397,6 +437,10 @@ class StreamGuard:
 
     def _release(self) -> bytes:
         out: list[bytes | memoryview] = []
+        self._release_into(out)
+        return b"".join(out)
+
+    def _release_into(self, out: list[bytes | memoryview]) -> None:
         queue = self._queue
         judging = self._judging
         while queue:
@@ -405,11 +449,10 @@ class StreamGuard:
                 if end > channel.safe_end or (judging and end > channel.judged_end):
                     if item.run is not None:
                         out.append(self._release_part(item, channel, start, end))
-                    return b"".join(out)
+                    return
             queue.popleft()
             self._held_bytes -= len(item.raw)
             out.append(self._render(item))
-        return b"".join(out)
 
     def _release_part(
         self, item: _Queued, channel: _Channel, start: int, end: int

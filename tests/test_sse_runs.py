@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.refusal import StreamContext
-from proxy.sse import SSEDecoder
+from proxy.sse import SSEDecoder, SSEEvent
 from proxy.sse_runs import EventRun, EventTemplate, learn_template
 from proxy.stream_guard import GuardState, StreamGuard, _chunk_texts
 from shields.policy import CompiledPolicy, load_policy, parse_policy
@@ -42,7 +42,12 @@ output:
 """
 )
 DEFAULT = load_policy("policies/default.yaml")
-POLICIES = {"block": BLOCK, "redact": REDACT, "default": DEFAULT}
+POLICIES = {
+    "block": BLOCK,
+    "redact": REDACT,
+    "default": DEFAULT,
+    "empty": parse_policy("name: empty"),
+}
 
 ROLE = chunk({"role": "assistant", "content": ""})
 FINISH = chunk({}, finish_reason="stop")
@@ -54,26 +59,39 @@ def content_event(literal: bytes, **fields: Any) -> bytes:
     return b"data: " + data + b"\n\n"
 
 
+class CountingDecoder(SSEDecoder):
+    """Counts the runs it hands out, to show the bulk path was taken."""
+
+    runs = 0
+
+    def feed_runs(self, chunk: bytes, template: EventTemplate | None) -> list[SSEEvent | EventRun]:
+        events = super().feed_runs(chunk, template)
+        self.runs += sum(type(event) is EventRun for event in events)
+        return events
+
+
 def drive(
     policy: CompiledPolicy, body: bytes, cuts: list[int], *, fast: bool
 ) -> tuple[list[bytes], GuardState, int]:
     """What the handler (``proxy/chat.py``'s ``_pump``) writes for each read; and runs taken."""
     guard = StreamGuard(policy, StreamContext(model="m", n=1, include_usage=False))
-    decoder = SSEDecoder()
-    writes, runs = [], 0
+    decoder = CountingDecoder()
+    writes = []
     bounds = [0, *sorted({cut % (len(body) + 1) for cut in cuts}), len(body)]
     for start, end in itertools.pairwise(bounds):
         read = body[start:end]
         if not read:
             continue
-        events = decoder.feed_runs(read, guard.template) if fast else list(decoder.feed(read))
-        runs += sum(type(event) is EventRun for event in events)
-        writes.append(b"".join(guard.feed(event) for event in events) + guard.flush())
+        if fast:
+            writes.append(bytes(guard.feed_read(decoder, read)))
+        else:
+            events = decoder.feed(read)
+            writes.append(b"".join(guard.feed(event) for event in events) + guard.flush())
         if guard.closed:
             break
     else:
         writes.append(guard.end(truncated=bool(decoder.finish())))
-    return writes, guard.state, runs
+    return writes, guard.state, decoder.runs
 
 
 # Texts that trip the shields now and then, with what JSON escapes and UTF-8 make interesting.
@@ -140,7 +158,8 @@ def test_bulk_path_writes_exactly_what_the_per_event_path_writes(
     assert fast[:2] == slow[:2]
 
 
-def test_a_typical_stream_is_taken_in_runs_and_leaves_byte_for_byte() -> None:
+@pytest.mark.parametrize("policy", ["default", "empty"])
+def test_a_typical_stream_is_taken_in_runs_and_leaves_byte_for_byte(policy: str) -> None:
     text = "The quiet village by the river wakes early. " * 200
     body = sse(ROLE, done=False)
     body += b"".join(
@@ -148,7 +167,7 @@ def test_a_typical_stream_is_taken_in_runs_and_leaves_byte_for_byte() -> None:
     )
     body += sse(FINISH)
     cuts = list(range(0, len(body), 65536))
-    writes, state, runs = drive(DEFAULT, body, cuts, fast=True)
+    writes, state, runs = drive(POLICIES[policy], body, cuts, fast=True)
     assert state is GuardState.DONE
     assert b"".join(writes) == body
     assert runs >= len(cuts) - 2  # every read after the one that taught the shape
