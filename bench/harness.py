@@ -311,6 +311,21 @@ async def start_fake_upstream(workdir: Path, loop: str = "auto") -> Process:
     return await _start("fake-upstream", argv, workdir, loop)
 
 
+async def start_bare_relay(upstream: str, workdir: Path, loop: str = "auto") -> Process:
+    """``bare_relay.py``: an aiohttp server and client doing nothing but relaying, the floor of
+    any aiohttp proxy, measured beside shieldgate."""
+    loop = resolve_loop(loop)
+    argv = [
+        sys.executable,
+        str(BENCH_DIR / "bare_relay.py"),
+        "--loop",
+        loop,
+        "--upstream",
+        upstream,
+    ]
+    return await _start("bare-relay", argv, workdir, loop)
+
+
 async def start_proxy(
     name: str,
     upstream: str,

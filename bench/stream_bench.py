@@ -9,6 +9,10 @@ What is measured
     repeat by repeat so that machine noise hits every path alike:
 
     ``direct``          client -> fake upstream. The floor: loopback, HTTP and the client itself.
+    ``bare-relay``      client -> ``bench/bare_relay.py`` -> fake upstream: an aiohttp server and
+                        client that only copy each read through, nothing parsed or framed. The
+                        floor of *any* proxy built on aiohttp here: what shieldgate pays before
+                        it does any work of its own.
     ``empty-policy``    client -> shieldgate (policy with no shields) -> fake upstream. The cost
                         of being an aiohttp proxy that frames SSE events: the baseline a guardrail
                         is judged against.
@@ -82,6 +86,7 @@ from harness import (
     policies,
     resolve_loop,
     run_main,
+    start_bare_relay,
     start_fake_upstream,
     start_proxy,
     stop_processes,
@@ -404,6 +409,7 @@ async def running(
     try:
         upstream = await start_fake_upstream(workdir)
         children.append(upstream)
+        children.append(await start_bare_relay(upstream.url, workdir, loops[0]))
         for loop in loops:
             suffix = f"/{loop}" if len(loops) > 1 else ""
             for name, file in (("empty-policy", empty_file), ("default-policy", default_file)):
@@ -454,7 +460,11 @@ async def run(args: argparse.Namespace) -> int:
             if findings:
                 raise BenchError(f"the generated prose trips the default policy: {findings[:3]}")
         async with running(workdir, empty_file, default_file, loops) as (upstream, proxies):
-            targets = [Target("direct", upstream.url, None, baseline=proxies[0].name)]
+            relay, proxies = proxies[0], proxies[1:]
+            targets = [
+                Target("direct", upstream.url, None, baseline=proxies[0].name),
+                Target(relay.name, relay.url, None, relay.pid, proxies[0].name),
+            ]
             for empty, guarded in zip(proxies[::2], proxies[1::2], strict=True):
                 targets.append(Target(empty.name, empty.url, "empty", empty.pid, empty.name))
                 targets.append(
@@ -503,9 +513,17 @@ async def run(args: argparse.Namespace) -> int:
             flush=True,
         )
     # Judged on the proxy's default event loop (the first of --loop when that is a list).
-    guarded = max(
-        (r for r in rows if r["path"] == targets[2].name), key=lambda r: r["content_bytes"]
-    )
+    guarded_path = next(t.name for t in targets if t.policy == default.name)
+    guarded = max((r for r in rows if r["path"] == guarded_path), key=lambda r: r["content_bytes"])
+    floor = max((r for r in rows if r["path"] == "bare-relay"), key=lambda r: r["content_bytes"])
+    if floor["mb_per_cpu_s"] is not None:
+        print(
+            f"\nfloor: an aiohttp relay doing nothing else moves {floor['mb_per_cpu_s']:.2f} MB of "
+            f"content per CPU second at {human_size(floor['content_bytes'])} "
+            f"({floor['wire_bytes'] / floor['content_bytes']:.0f} bytes on the wire per byte of "
+            "content): no aiohttp proxy can stream faster here",
+            flush=True,
+        )
     verdict = None
     if guarded["mb_per_cpu_s"] is not None:
         verdict = {
