@@ -51,6 +51,9 @@ _NO_TASKS: set[asyncio.Task[list[Finding]]] = set()
 # Times a stream may learn the shape of its events anew (``proxy/sse_runs.py``): an upstream
 # whose events all differ (a per-event nonce) stops costing the attempts after a few.
 _MAX_TEMPLATES = 8
+# A read shorter than this many events is taken event by event: a run's fixed cost (a few
+# C calls and objects) exceeds the per-event path's below ~4 events.
+_RUN_EVENTS = 4
 # Until the shape is learned, a read is framed this much at a time first: a fast upstream's
 # first read holds thousands of events, and the shape is learned from one of the first few.
 _LEARNING_BYTES = 4096
@@ -264,7 +267,10 @@ class StreamGuard:
         if self._template is None and self._templates_left and len(data) > _LEARNING_BYTES:
             out += [self.feed(event) for event in decoder.feed(data[:_LEARNING_BYTES])]
             data = data[_LEARNING_BYTES:]
-        for event in decoder.feed_runs(data, self._template):
+        template = self._template
+        if template is not None and len(data) < _RUN_EVENTS * template.fixed_bytes:
+            template = None  # a read of a few events (a model's pace): the per-event path
+        for event in decoder.feed_runs(data, template):
             if type(event) is EventRun:
                 out.append(self._feed_run(event))
             else:
