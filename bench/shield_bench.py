@@ -62,6 +62,10 @@ How to read the numbers
 
 Run it from the repository root with the project installed:
 ``python bench/shield_bench.py [--size 1000000] [--repeat 3] [--max-seconds 120] [--json FILE]``.
+``--only NAME`` (repeatable) measures only the named configurations and ``--feeds MODE,...``
+only the named streamed feeds (``4-char``, ``256-char``, ``4-char-batch``; the whole text is
+always measured, as the ratios need it): a quicker run while working on one shield, with the
+same rows as a full run.
 """
 
 from __future__ import annotations
@@ -416,14 +420,20 @@ class Row:
         )
 
 
-def bench(config: Config, text: str, repeat: int, max_seconds: float) -> Row:
+def bench(
+    config: Config,
+    text: str,
+    repeat: int,
+    max_seconds: float,
+    feeds: Sequence[tuple[int, int]] = FEEDS,
+) -> Row:
     # Untimed warm-up: shields build some things on first use (RE2 sets, caches), which is a
     # one-time cost of the process, not a per-MB one.
-    for chunk, batch in ((None, 0), *FEEDS):
+    for chunk, batch in ((None, 0), *feeds):
         scan_once(config, text[:20_000], chunk, max_seconds, batch)
     whole, whole_findings = measure(config, text, None, repeat, max_seconds)
     streamed = []
-    for chunk, batch in FEEDS:
+    for chunk, batch in feeds:
         mode, findings = measure(config, text, chunk, repeat, max_seconds, batch)
         if mode.complete:
             mode.same = findings == whole_findings
@@ -518,7 +528,12 @@ def print_rows(table: list[list[str]]) -> None:
             print("  ".join("-" * w for w in widths))
 
 
-def print_tables(rows: Sequence[Row]) -> None:
+def feed_key(chunk: int, batch: int) -> str:
+    """A feed's name on the command line (``--feeds``): its table name without spaces."""
+    return feed_name(chunk, batch).replace(" ", "-").removesuffix(f"-{BATCH}")
+
+
+def print_tables(rows: Sequence[Row], feeds: Sequence[tuple[int, int]] = FEEDS) -> None:
     throughput = [["shield", "whole MB/s (CPU)", "target", "result", "findings"]]
     for row in rows:
         throughput.append(
@@ -534,7 +549,7 @@ def print_tables(rows: Sequence[Row]) -> None:
     print_rows(throughput)
     print()
     streaming = [["shield"]]
-    for chunk, batch in FEEDS:
+    for chunk, batch in feeds:
         streaming[0] += [
             f"{feed_name(chunk, batch)} MB/s (CPU)",
             "x whole (CPU)",
@@ -576,7 +591,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_EVAL_DIR,
         help="the evaluation data the prose is built from (default: ../shared/eval)",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="measure only this configuration (repeatable; e.g. denylist-10k)",
+    )
+    parser.add_argument(
+        "--feeds",
+        metavar="MODE,...",
+        help="only these streamed feeds: "
+        + ", ".join(feed_key(c, b) for c, b in FEEDS)
+        + " (default: all)",
+    )
     args = parser.parse_args(argv)
+    known_feeds = {feed_key(c, b): (c, b) for c, b in FEEDS}
+    names = [n.strip() for n in args.feeds.split(",") if n.strip()] if args.feeds else []
+    unknown = [n for n in names if n not in known_feeds]
+    if unknown:
+        parser.error(f"unknown feed {unknown[0]!r}; known: {', '.join(known_feeds)}")
+    args.feeds = tuple(known_feeds[n] for n in names) if names else FEEDS
     if args.size < 10_000:
         parser.error("--size must be at least 10000")
     if args.repeat < 1:
@@ -588,6 +622,12 @@ def run(args: argparse.Namespace) -> int:
     text, spiced = make_text(args.size, prose_sources(args.eval_dir), SEED)
     size_mb = len(text.encode("utf-8")) / MB
     all_configs = configs(text)
+    if args.only:
+        known = [c.name for c in all_configs]
+        unknown = [name for name in args.only if name not in known]
+        if unknown:
+            raise BenchError(f"unknown configuration {unknown[0]!r}; known: {', '.join(known)}")
+        all_configs = [c for c in all_configs if c.name in args.only]
     cpus = os.cpu_count()
     load_before = load_average()
     print(
@@ -610,12 +650,12 @@ def run(args: argparse.Namespace) -> int:
     print(flush=True)
     rows = []
     for config in all_configs:
-        rows.append(bench(config, text, args.repeat, args.max_seconds))
+        rows.append(bench(config, text, args.repeat, args.max_seconds, args.feeds))
         print(f"  measured {config.name}", flush=True)
     redos_results = redos(args.repeat)
     load_after = load_average()
     print()
-    print_tables(rows)
+    print_tables(rows, args.feeds)
     print()
     print(
         "Targets (issue 3, 2-core machine): throughput judged on the whole-text feed; <= 2x = "

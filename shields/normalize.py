@@ -164,6 +164,8 @@ def _ascii_fold_table() -> bytes:
     for code in range(128):
         folded = normalize_char(chr(code))
         assert len(folded) <= 1 and folded != "\x00", (code, folded)
+        # ``StreamNormalizer.feed`` folds printable ASCII with ``str.lower``.
+        assert not chr(code).isprintable() or folded == chr(code).lower(), code
         table[code] = ord(folded) if folded else 0
     return bytes(table)
 
@@ -184,6 +186,15 @@ codecs.register_error(_MARK_NON_ASCII, _mark_non_ascii)
 _BLANK_RUN = re.compile(rb"[ \x00]+")
 _HIGH_RUN = re.compile(rb"\x80+")
 _PLUS_ONE = (1).__add__
+# ``forget_before`` leaves fewer breakpoints than this alone (memory stays bounded all the same).
+_FORGET_FROM = 64
+# Plain segments longer than this collapse their runs of two spaces with ``str.split`` and
+# ``str.join`` and compute the breakpoints in C; shorter ones, with few runs, loop over them.
+_SPLIT_FROM = 4096
+# Chunks up to this long (a stream's token-sized deltas) try ``str.lower`` first: for a few
+# characters it costs half of encoding, translating and decoding. Longer ones go straight to
+# ``bytes.translate``, which is faster per character and handles whitespace in the same pass.
+_SHORT = 32
 
 
 def ascii_bytes(text: str) -> bytes:
@@ -237,26 +248,38 @@ class StreamNormalizer:
     def feed(self, text: str) -> str:
         if not text:
             return ""
+        if len(text) <= _SHORT and text.isascii() and text.isprintable():
+            # A stream's small chunk of plain prose (letters, digits, punctuation, single-byte
+            # spaces): folding is lower-casing (``_ASCII_FOLD`` agrees on these characters),
+            # and unless a run of spaces shows up, every character maps to itself.
+            folded_text = text.lower()
+            if folded_text.find("  ") < 0 and not (self._prev_space and folded_text[0] == " "):
+                self._feed_identity(len(text))
+                self._prev_space = folded_text[-1] == " "
+                return folded_text
         # One C pass folds every ASCII character (lower case, whitespace to " ", controls to
         # NUL: _ASCII_FOLD) and marks each non-ASCII one with 0x80, so that Python only visits
         # the few places that are not one-to-one, found with ``bytes.find``.
         if text.isascii():
             folded = text.encode("ascii").translate(_ASCII_FOLD)
-            if (
-                folded.find(b"  ") < 0
-                and folded.find(b"\x00") < 0
-                and not (self._prev_space and folded[0] == 32)
-            ):
-                # The common case of a stream's small chunk: one-to-one.
-                size = len(folded)
-                norm_len = self.norm_len
-                shift = self.orig_len - norm_len
-                if shift != self._delta:
-                    self._add_breakpoint(norm_len, shift)
-                self.norm_len = norm_len + size
-                self.orig_len += size
-                self._prev_space = folded[-1] == 32
-                return folded.decode("ascii")
+            if folded.find(b"\x00") < 0:
+                if folded.find(b"  ") < 0 and not (self._prev_space and folded[0] == 32):
+                    # The common case of a stream's small chunk: one-to-one.
+                    self._feed_identity(len(folded))
+                    self._prev_space = folded[-1] == 32
+                    return folded.decode("ascii")
+                # Only runs of whitespace to collapse (a paragraph break, "\n\n").
+                view = folded.decode("ascii")
+                if (
+                    len(view) <= _SPLIT_FROM
+                    and view.find("   ") < 0
+                    and not (self._prev_space and view[0] == " ")
+                ):
+                    return self._feed_pairs(view)
+                pieces: list[str] = []
+                self._feed_plain(view, folded, 0, len(folded), pieces)
+                self.orig_len += len(folded)
+                return "".join(pieces)
         else:
             folded = text.encode("ascii", _MARK_NON_ASCII).translate(_ASCII_FOLD)
         size = len(folded)
@@ -268,6 +291,40 @@ class StreamNormalizer:
             self._feed_mixed(text, view, folded, out)
         self.orig_len += size
         return "".join(out)
+
+    def _feed_identity(self, size: int) -> None:
+        """Records ``size`` new characters that map one-to-one onto as many normalized ones."""
+        norm_len = self.norm_len
+        shift = self.orig_len - norm_len
+        if shift != self._delta:
+            self._add_breakpoint(norm_len, shift)
+        self.norm_len = norm_len + size
+        self.orig_len += size
+
+    def _feed_pairs(self, view: str) -> str:
+        """Feeds ``view``, folded ASCII whose whitespace runs are all of two spaces, none of them
+        continuing a space already fed: each pair becomes its first space. (``_feed_plain``
+        does the same for long texts in C; for a stream's chunk with one paragraph break, a
+        loop over the pairs costs less.)"""
+        pieces = view.split("  ")
+        norm_len = self.norm_len
+        shift = self.orig_len - norm_len
+        if shift != self._delta:
+            self._add_breakpoint(norm_len, shift)
+        bp_norm, bp_delta = self._bp_norm, self._bp_delta
+        position = norm_len
+        for piece in pieces[:-1]:
+            # After the pair, the original is one more character ahead of the normalized text.
+            position += len(piece) + 1
+            shift += 1
+            bp_norm.append(position)
+            bp_delta.append(shift)
+        self._delta = shift
+        out = " ".join(pieces)
+        self.norm_len = norm_len + len(out)
+        self.orig_len += len(view)
+        self._prev_space = view[-1] == " "
+        return out
 
     def _feed_plain(self, view: str, folded: bytes, lo: int, hi: int, out: list[str]) -> None:
         """Feeds ``folded[lo:hi]``, ASCII without dropped characters: each character maps to
@@ -288,7 +345,7 @@ class StreamNormalizer:
         if segment.find("  ") < 0:
             out.append(segment)
             self.norm_len = norm_len + hi - lo
-        elif hi - lo > 4096 and segment.find("   ") < 0:
+        elif hi - lo > _SPLIT_FROM and segment.find("   ") < 0:
             # A long text whose runs are all of two spaces (paragraph breaks, "\n\n"): split
             # and join in C, and the breakpoints from the pieces' lengths, also in C. After the
             # k-th run the original is k characters ahead of the normalized text.
@@ -436,10 +493,40 @@ class StreamNormalizer:
         return max(last, self.orig_start(norm_end))
 
     def orig_span(self, norm_start: int, norm_end: int) -> tuple[int, int]:
-        return self.orig_start(norm_start), self.orig_end(norm_end)
+        """``(orig_start(norm_start), orig_end(norm_end))``, in two bisections instead of three.
+
+        A deny list of common phrases maps thousands of spans per MB, so this is worth its own
+        code: ``orig_end`` needs the deltas at ``norm_end - 1`` and at ``norm_end``, which are
+        the same unless a breakpoint sits exactly at ``norm_end``.
+        """
+        norm_len = self.norm_len
+        if not 0 <= norm_start < norm_end <= norm_len:
+            return self.orig_start(norm_start), self.orig_end(norm_end)
+        bp_norm, deltas = self._bp_norm, self._bp_delta
+        i = bisect_right(bp_norm, norm_start) - 1
+        if i < 0:
+            i = 0
+        start = norm_start + deltas[i]
+        j = bisect_right(bp_norm, norm_end - 1, i) - 1
+        if j < 0:
+            j = 0
+        end = norm_end + deltas[j]  # orig_start(norm_end - 1) + 1
+        if norm_end == norm_len:
+            return start, max(end, self.orig_len)
+        k = j + 1
+        if k < len(bp_norm) and bp_norm[k] == norm_end:
+            # Dropped characters right after the span: it swallows them, as in orig_end.
+            end = max(end, norm_end + deltas[k])
+        return start, end
 
     def forget_before(self, norm_index: int) -> None:
-        """Drops breakpoints that only serve normalized offsets below ``norm_index``."""
+        """Drops breakpoints that only serve normalized offsets below ``norm_index``.
+
+        A few are kept regardless: this runs after every scan of a stream, where keeping up
+        to ``_FORGET_FROM`` entries costs less than a bisection and a ``del`` each time.
+        """
+        if len(self._bp_norm) < _FORGET_FROM:
+            return
         i = bisect_right(self._bp_norm, norm_index) - 1
         if i > 0:
             del self._bp_norm[:i]

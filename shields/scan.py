@@ -125,29 +125,33 @@ class TextScan:
         buffer (then nothing is returned and ``safe_end`` does not move) until the buffer
         reaches ``batch`` characters, ``flush()`` or ``finish()``.
         """
+        # With ``batch`` this runs once per token of a stream, so the buffering case comes
+        # first and does nothing else (``_batch`` is 0 without batching and after finish()).
+        waiting = self._pending_len + len(raw)
+        if waiting < self._batch:
+            self._pending.append(raw)
+            self._pending_len = waiting
+            return []
         if self.finished:
             raise RuntimeError("TextScan.feed() after finish()")
         if not raw:
             return []
-        batch = self._batch
-        if batch:
-            pending = self._pending
-            if pending or len(raw) < batch:
-                pending.append(raw)
-                self._pending_len += len(raw)
-                if self._pending_len < batch:
-                    return []
-                raw = "".join(pending)
-                pending.clear()
-                self._pending_len = 0
+        pending = self._pending
+        if pending:
+            pending.append(raw)
+            raw = "".join(pending)
+            pending.clear()
+            self._pending_len = 0
         return self._scan(raw)
 
     def flush(self) -> list[Finding]:
         """Scans the buffered text now (``batch``); returns the findings it completes."""
-        if not self._pending:
+        pending = self._pending
+        if not self._pending_len:
+            pending.clear()  # empty pieces at most
             return []
-        raw = "".join(self._pending)
-        self._pending.clear()
+        raw = "".join(pending)
+        pending.clear()
         self._pending_len = 0
         return self._scan(raw)
 
@@ -170,7 +174,9 @@ class TextScan:
         safe = normalizer.orig_len - self._raw_holdback
         if self._norm_holdback:
             threshold = norm_len - self._norm_holdback
-            safe = min(safe, normalizer.orig_start(threshold) if threshold > 0 else 0)
+            held = normalizer.orig_start(threshold) if threshold > 0 else 0
+            if held < safe:
+                safe = held
         self.safe_end = safe if safe > 0 else 0
         normalizer.forget_before(norm_len - self._keep)
         if self._fingerprint is not None:
@@ -199,6 +205,7 @@ class TextScan:
             return []
         findings = self.flush()
         self.finished = True
+        self._batch = 0  # so that a later feed() takes the path that raises
         ended: list[Finding] = []
         for shield, scanner in self._scanners:
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,6 +152,18 @@ def test_every_normalized_character_comes_from_its_mapped_source(text: str) -> N
         assert start <= source < end <= len(text)
 
 
+@given(texts, st.lists(st.integers(min_value=0, max_value=80), max_size=6))
+def test_orig_span_is_orig_start_and_orig_end(text: str, cuts: list[int]) -> None:
+    """``orig_span``'s two-bisection shortcut gives the same spans as the two halves, for
+    every span of a chunked text, out-of-range ones included."""
+    stream = StreamNormalizer()
+    for piece in chunked(text, cuts):
+        stream.feed(piece)
+    for start in range(-1, stream.norm_len + 2):
+        for end in range(start - 1, stream.norm_len + 2):
+            assert stream.orig_span(start, end) == (stream.orig_start(start), stream.orig_end(end))
+
+
 def test_forget_before_keeps_recent_offsets_exact() -> None:
     stream = StreamNormalizer()
     text = "ß\u200b " * 200
@@ -189,6 +202,25 @@ def test_fast_paths_agree_with_the_per_character_definition(text: str, cuts: lis
     stream = StreamNormalizer()
     assert "".join(stream.feed(piece) for piece in chunked(text, cuts)) == expected
     assert [stream.orig_start(k) for k in range(len(expected))] == sources
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ["ab\n\ncd", "ef  gh"],  # a pair inside each chunk
+        ["ab  ", "cd"],  # a chunk ends with a pair
+        ["ab ", "  cd"],  # a pair after a space that was fed before: a run of three
+        ["  ab", "c\t\td  e"],  # a chunk starts with a pair, several pairs in one chunk
+        ["A.", "B  C", " ", "d"],  # short printable chunks (str.lower) between pairs
+    ],
+)
+def test_stream_chunks_with_paragraph_breaks(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    expected, sources = reference(text)
+    stream = StreamNormalizer()
+    assert "".join(stream.feed(piece) for piece in pieces) == expected
+    assert [stream.orig_start(k) for k in range(len(expected))] == sources
+    assert stream.orig_span(0, len(expected)) == (0, len(text))
 
 
 @settings(max_examples=30, deadline=None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -199,6 +201,12 @@ def test_chunked_regex_finds_exactly_what_whole_text_finds(text: str, sizes: lis
     assert [(f.label, f.start, f.end) for f in found] == whole
 
 
+def single_spaced(text: str) -> str:
+    """``text`` without runs of spaces, which the normalizer would collapse: a text that
+    ``brute_force`` can judge."""
+    return re.sub(" {2,}", " ", text)
+
+
 def brute_force(text: str, phrases: list[str], words: list[str]) -> set[tuple[str, int, int]]:
     """Every occurrence of every key in a text the normalizer leaves as it is."""
     found = set()
@@ -219,7 +227,7 @@ PREFILTERED = ["aba", "bab", "ab ba", "a"]
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.text(alphabet="ab .", min_size=0, max_size=6000),
+    st.text(alphabet="ab .", min_size=0, max_size=6000).map(single_spaced),
     st.lists(st.sampled_from([1, 3, 7, 300, 2048, 2500, 5000]), min_size=1, max_size=8),
 )
 def test_prefiltered_long_chunks_find_every_occurrence(text: str, sizes: list[int]) -> None:
@@ -258,7 +266,7 @@ def test_long_lists_find_every_occurrence_in_long_and_short_chunks(
     """A long list's long chunks (ahocorasick_rs, over bytes when every key is ASCII) and
     short ones (pyahocorasick's iterator, resynced after a long chunk) report every
     occurrence, overlapping ones included, once, at the same offsets as the whole text."""
-    text = (piece * (length // len(piece) + 1))[:length]
+    text = single_spaced((piece * (length // len(piece) + 1))[:length])
     phrases = PREFILTERED[:3] + (["a\u306eb"] if non_ascii_key else []) + FILLER
     words = PREFILTERED[3:]
     shield = denylist(phrases=phrases, words=words)
@@ -371,6 +379,19 @@ def test_batch_buffers_small_feeds_until_flush_or_finish() -> None:
     assert [(f.start, f.end) for f in scan.feed("sarin")] == [(0, 5)]
     with pytest.raises(ValueError):
         TextScan([shield], batch=-1)
+
+
+def test_batch_ignores_empty_feeds_and_refuses_feeds_after_finish() -> None:
+    shield = denylist(phrases=["sarin"])
+    scan = TextScan([shield], holdback=5, batch=100)
+    assert scan.feed("") == [] and scan.pending == 0
+    assert scan.flush() == [] and scan.received == 0
+    assert scan.feed("sar") == [] and scan.feed("") == [] and scan.feed("in") == []
+    assert scan.pending == 5
+    assert [(f.start, f.end) for f in scan.finish()] == [(0, 5)]
+    with pytest.raises(RuntimeError):
+        scan.feed("a")  # shorter than the batch: it must not wait in the buffer
+    assert scan.finish() == [] and scan.flush() == []
 
 
 def test_raw_only_scans_skip_the_normalized_view() -> None:

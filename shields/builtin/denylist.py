@@ -23,6 +23,7 @@ needs three, and short keys would hit inside any list of initials.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Literal
 
 import ahocorasick
@@ -88,6 +89,37 @@ _PREFILTER_FROM = 2048
 # it (the longest key), which costs little from a few dozen characters on; shorter chunks
 # keep pyahocorasick's iterator, which resyncs from the tail like after a prefiltered chunk.
 _BULK_FROM = 64
+_NEVER = 2**63
+
+
+_FINDING_FIELDS = (
+    "shield_id",
+    "shield_type",
+    "label",
+    "action",
+    "start",
+    "end",
+    "placeholder",
+    "monitor",
+    "digest",
+)
+# ``DenylistShield._finding`` sets every field itself: a field added to Finding must be added
+# there too.
+if tuple(f.name for f in fields(Finding)) != _FINDING_FIELDS:  # pragma: no cover
+    raise ImportError("shields.base.Finding changed: update DenylistShield._finding")
+_new = object.__new__
+# The slots' descriptors, looked up by name: mypy sees only the instance attributes.
+(
+    _set_shield_id,
+    _set_shield_type,
+    _set_label,
+    _set_action,
+    _set_start,
+    _set_end,
+    _set_placeholder,
+    _set_monitor,
+    _set_digest,
+) = (vars(Finding)[name].__set__ for name in _FINDING_FIELDS)
 
 
 def _spaced_key(key: str) -> str:
@@ -123,13 +155,18 @@ class DenylistShield(Shield):
         self._longest_key = max(map(len, keys))
         self._prefilter: Any = None
         self._bulk: Any = None
+        # The chunk sizes from which ``_feed_bulk`` and ``_feed_prefiltered`` take over from
+        # pyahocorasick's iterator (a list has one or the other; "never" for the other one).
+        self._bulk_from = self._prefilter_from = _NEVER
         self._bulk_values: list[tuple[str, int, bool]] = []
         self._bulk_ascii = False
         if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
             options = re2.Options()
             options.case_sensitive = True  # keys and text are both case-folded already
             self._prefilter = re2.compile("|".join(re2.escape(key) for key in keys), options)
+            self._prefilter_from = _PREFILTER_FROM
         else:
+            self._bulk_from = _BULK_FROM
             self._bulk_values = [automaton.get(key) for key in keys]
             # ASCII keys are searched in ``ascii_bytes`` of the text (one byte per character,
             # so the offsets are the text's; a non-ASCII character, 0x80, matches no key).
@@ -141,6 +178,7 @@ class DenylistShield(Shield):
         # A word needs one character of look-ahead to know its right boundary.
         self._max_match = longest
         self._context = longest + 1
+        self._template = self.finding("", 0, 0)
         self._spaced_automaton: Any = None
         self._spaced_gap = spec.spaced_max_gap
         self._spaced_longest = 0
@@ -164,6 +202,24 @@ class DenylistShield(Shield):
     @property
     def max_match(self) -> int:
         return self._max_match
+
+    def _finding(self, label: str, start: int, end: int) -> Finding:
+        """``self.finding(label, start, end)`` at half the cost: a deny list of common phrases
+        can report thousands of findings per MB, and a frozen dataclass's ``__init__`` goes
+        through ``object.__setattr__`` for each of its fields. Only the label and the span
+        differ between the findings of a shield; the rest is copied from ``_template``."""
+        template = self._template
+        finding: Finding = _new(Finding)
+        _set_shield_id(finding, template.shield_id)
+        _set_shield_type(finding, template.shield_type)
+        _set_label(finding, label)
+        _set_action(finding, template.action)
+        _set_start(finding, start)
+        _set_end(finding, end)
+        _set_placeholder(finding, template.placeholder)
+        _set_monitor(finding, template.monitor)
+        _set_digest(finding, template.digest)
+        return finding
 
     def scanner(self) -> Scanner:
         return _DenylistScanner(self)
@@ -195,23 +251,28 @@ class _DenylistScanner(Scanner):
         self._pending: list[tuple[int, int, str]] = []
 
     def feed(self, chunk: Chunk) -> list[Finding]:
+        norm = chunk.norm
+        if not norm:
+            return []  # nothing to search, and nothing a pending word could learn
         shield = self._shield
         findings: list[Finding] = []
-        text = self._tail + chunk.norm
+        tail = self._tail
+        text = tail + norm
         base = self._tail_start
-        end_of_text = chunk.norm_start + len(chunk.norm)
+        end_of_text = base + len(text)
         if self._pending:
             pending, self._pending = self._pending, []
             for start, end, label in pending:
                 self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
-        if shield._prefilter is not None and len(chunk.norm) >= _PREFILTER_FROM:
+        size = len(norm)
+        if size >= shield._bulk_from:
+            self._feed_bulk(text, base, len(tail), end_of_text, findings, chunk)
+        elif size >= shield._prefilter_from:
             self._feed_prefiltered(text, base, end_of_text, findings, chunk)
-        elif shield._bulk is not None and len(chunk.norm) >= _BULK_FROM:
-            self._feed_bulk(text, base, end_of_text, findings, chunk)
-        elif chunk.norm:
+        else:
             # The tail holds the longest key: every occurrence ending in the new text is found;
             # those ending inside the tail were reported by the previous chunk.
-            fresh = len(text) - len(chunk.norm)
+            fresh = len(tail)
             for last, (label, length, is_word) in shield._automaton.iter(text):
                 if last < fresh:
                     continue
@@ -222,11 +283,14 @@ class _DenylistScanner(Scanner):
                 else:
                     findings.append(self._found(label, start, end, chunk.normalizer))
         keep = shield._context
-        self._tail = text[-keep:] if len(text) > keep else text
-        self._tail_start = base + len(text) - len(self._tail)
+        if len(text) > keep:
+            self._tail = text[-keep:]
+            self._tail_start = end_of_text - keep
+        else:
+            self._tail = text
         spaced = self._spaced
-        if spaced is not None and chunk.norm:
-            self._scan_spaced(spaced, spaced.feed(chunk.norm), chunk.normalizer, findings)
+        if spaced is not None:
+            self._scan_spaced(spaced, spaced.feed(norm), chunk.normalizer, findings)
         return findings
 
     def _feed_prefiltered(
@@ -264,21 +328,34 @@ class _DenylistScanner(Scanner):
                     findings.append(self._found(label, start, end, chunk.normalizer))
 
     def _feed_bulk(
-        self, text: str, base: int, end_of_text: int, findings: list[Finding], chunk: Chunk
+        self,
+        text: str,
+        base: int,
+        fresh: int,
+        end_of_text: int,
+        findings: list[Finding],
+        chunk: Chunk,
     ) -> None:
         """Every key occurrence in ``text`` (overlapping ones too) by ahocorasick_rs.
 
-        Occurrences that end inside the tail were reported by the previous chunk; the tail
-        holds the longest key, so every occurrence that ends in the new text is found.
+        Occurrences that end inside the tail (``text[:fresh]``) were reported by the previous
+        chunk; the tail holds the longest key, so every occurrence that ends in the new text is
+        found.
         """
         shield = self._shield
-        values = shield._bulk_values
-        fresh = len(text) - len(chunk.norm)  # occurrences must end past the tail
         if shield._bulk_ascii:
             haystack: Any = text.encode("ascii") if text.isascii() else ascii_bytes(text)
         else:
             haystack = text
-        for index, low, high in shield._bulk.find_matches_as_indexes(haystack, overlapping=True):
+        matches = shield._bulk.find_matches_as_indexes(haystack, overlapping=True)
+        if not matches:
+            return
+        values = shield._bulk_values
+        # A list of common phrases can match thousands of times per MB: the two calls of
+        # ``_found``, without the call to it.
+        orig_span = chunk.normalizer.orig_span
+        finding = shield._finding
+        for index, low, high in matches:
             if high <= fresh:
                 continue
             label, _, is_word = values[index]
@@ -286,7 +363,8 @@ class _DenylistScanner(Scanner):
             if is_word:
                 self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
             else:
-                findings.append(self._found(label, start, end, chunk.normalizer))
+                orig_start, orig_end = orig_span(start, end)
+                findings.append(finding(label, orig_start, orig_end))
 
     def _scan_spaced(
         self, spaced: SpacedView, view: str, normalizer: StreamNormalizer, found: list[Finding]
@@ -339,7 +417,7 @@ class _DenylistScanner(Scanner):
 
     def _found(self, label: str, start: int, end: int, normalizer: StreamNormalizer) -> Finding:
         orig_start, orig_end = normalizer.orig_span(start, end)
-        return self._shield.finding(label, orig_start, orig_end)
+        return self._shield._finding(label, orig_start, orig_end)
 
 
 register(DenylistSpec, DenylistShield)
