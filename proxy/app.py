@@ -133,7 +133,8 @@ def _count_requests(metrics_: Metrics) -> Any:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
         route = request.match_info.route.resource
-        metrics_.requests.labels(
+        metrics_.child(
+            metrics_.requests,
             route.canonical if route is not None else "unmatched",
             str(response.status),
             policy_for(request).name,
@@ -163,15 +164,15 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     metrics_ = Metrics(models=settings.metrics_models)
     policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
     keys = KeySource(settings.keys_file, policies) if settings.keys_file else None
-    app = web.Application(
-        middlewares=[
-            request_id_middleware,
-            _count_requests(metrics_),
-            error_middleware(settings.max_body_bytes),
-            auth_middleware(metrics_),  # before any handler: before the body is even read
-        ],
-        client_max_size=settings.max_body_bytes,
-    )
+    middlewares = [
+        request_id_middleware,
+        _count_requests(metrics_),
+        error_middleware(settings.max_body_bytes),
+    ]
+    if keys is not None:
+        # Before any handler: before the body is even read.
+        middlewares.append(auth_middleware(metrics_, keys))
+    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
     app[METRICS] = metrics_
     app[STREAM_SLOTS] = StreamSlots(settings.max_concurrent_streams)

@@ -47,13 +47,13 @@ def _unauthorized(message: str) -> web.Response:
     )
 
 
-def auth_middleware(metrics: Metrics) -> Any:
-    """Checks the client's key when the app has a keys file (``app[KEYS]``)."""
+def auth_middleware(metrics: Metrics, keys: KeySource) -> Any:
+    """Checks the client's key against ``keys`` (the app's keys file, also ``app[KEYS]``).
+    Without a keys file there is no such middleware at all."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        keys = request.app.get(KEYS)
-        if keys is None or request.path in OPEN_PATHS:
+        if request.path in OPEN_PATHS:
             return await handler(request)
         token = bearer_token(request)
         key = keys.ring.authenticate(token)

@@ -39,7 +39,7 @@ from proxy.state import (
 )
 from proxy.stream_checks import upstream_reads
 from proxy.stream_guard import StreamGuard
-from proxy.upstream import response_headers
+from proxy.upstream import Upstream, response_headers
 from shields.base import Stage
 from shields.policy import CompiledPolicy
 
@@ -54,10 +54,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     raw = await read_body(request)
     chat = parse_chat_request(raw)
     policy = choose_policy(request, model=chat.model)
-    metrics = request.app[METRICS]
+    app = request.app  # a chain of properties: looked up once
+    metrics = app[METRICS]
     started = time.perf_counter()
     check = check_input(policy, chat, fingerprint=fingerprint_for(request))
-    metrics.stage_seconds.labels("input").observe(time.perf_counter() - started)
+    metrics.child(metrics.stage_seconds, "input").observe(time.perf_counter() - started)
     record_findings(request, Stage.INPUT, check.findings)
     if check.blocked:
         return await _refuse_input(request, policy, chat)
@@ -66,22 +67,22 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         remote = remote_context(request, policy, conversation_of(chat))
         outcome = await check_input_remote(policy, chat, remote)
-        metrics.remote_seconds.labels("input").observe(time.perf_counter() - started)
+        metrics.child(metrics.remote_seconds, "input").observe(time.perf_counter() - started)
         record_findings(request, Stage.INPUT, outcome.findings)
         if outcome.blocked:
             return await _refuse_input(request, policy, chat)
         redacted = redacted or outcome.redacted
     if chat.stream:
         return await _with_stream_slot(request, policy, chat, raw, redacted)
-    return await _with_deadline(request, _forward(request, policy, chat, raw, redacted))
+    limit = app[UPSTREAM].settings.request_timeout
+    return await _with_deadline(limit, _forward(request, policy, chat, raw, redacted))
 
 
 async def _with_deadline(
-    request: web.Request, work: Coroutine[Any, Any, web.StreamResponse]
+    limit: float, work: Coroutine[Any, Any, web.StreamResponse]
 ) -> web.StreamResponse:
-    """A non-stream request has ``request_timeout`` in all (a stream is bounded by the
-    upstream's silences instead: ``read_timeout``)."""
-    limit = request.app[UPSTREAM].settings.request_timeout
+    """A non-stream request has ``request_timeout`` (``limit``) in all (a stream is bounded by
+    the upstream's silences instead: ``read_timeout``)."""
     if not limit:
         return await work
     try:
@@ -110,23 +111,24 @@ async def _forward(
     request: web.Request, policy: CompiledPolicy, chat: ChatRequest, raw: bytes, redacted: bool
 ) -> web.StreamResponse:
     body = json_codec.dumps(chat.body) if redacted else raw
-    upstream = request.app[UPSTREAM]
+    app = request.app
+    upstream = app[UPSTREAM]
     headers = upstream.headers(request.headers)
     if redacted:
         headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
         headers["Content-Type"] = "application/json"
-    metrics = request.app[METRICS]
+    metrics = app[METRICS]
     started = time.perf_counter()
     async with upstream.request(
         "POST", "chat/completions", headers=headers, body=body, query=request.query_string
     ) as reply:
-        metrics.upstream_ttfb.labels("chat").observe(time.perf_counter() - started)
+        metrics.child(metrics.upstream_ttfb, "chat").observe(time.perf_counter() - started)
         try:
             if reply.content_type == "text/event-stream" and reply.status < 400:
                 return await _relay_stream(request, policy, chat, reply)
-            return await _relay_json(request, policy, chat, reply)
+            return await _relay_json(request, policy, chat, reply, upstream, metrics)
         finally:
-            metrics.upstream_seconds.labels("chat").observe(time.perf_counter() - started)
+            metrics.child(metrics.upstream_seconds, "chat").observe(time.perf_counter() - started)
 
 
 async def _refuse_input(
@@ -164,10 +166,11 @@ async def _relay_json(
     policy: CompiledPolicy,
     chat: ChatRequest,
     reply: aiohttp.ClientResponse,
+    upstream: Upstream,
+    metrics: Metrics,
 ) -> web.StreamResponse:
-    settings = request.app[UPSTREAM].settings
     try:
-        body = await _read_all(reply, settings.max_upstream_body_bytes)
+        body = await _read_all(reply, upstream.settings.max_upstream_body_bytes)
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
     headers = response_headers(reply.headers)
@@ -187,16 +190,14 @@ async def _relay_json(
             raise MalformedReply("the reply is not a JSON object")
         started = time.perf_counter()
         check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
-        request.app[METRICS].stage_seconds.labels("output").observe(time.perf_counter() - started)
+        metrics.child(metrics.stage_seconds, "output").observe(time.perf_counter() - started)
         record_findings(request, Stage.OUTPUT, check.findings)
         blocked, redacted = check.blocked, check.redacted
         if policy.output_remote and not blocked:
             started = time.perf_counter()
             remote = remote_context(request, policy, conversation_of(chat))
             outcome = await check_reply_remote(policy, completion, remote)
-            request.app[METRICS].remote_seconds.labels("output").observe(
-                time.perf_counter() - started
-            )
+            metrics.child(metrics.remote_seconds, "output").observe(time.perf_counter() - started)
             record_findings(request, Stage.OUTPUT, outcome.findings)
             blocked, redacted = outcome.blocked, redacted or outcome.redacted
     except (json_codec.InvalidJSON, MalformedReply) as exc:

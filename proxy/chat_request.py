@@ -183,9 +183,13 @@ def check_input(
 ) -> InputCheck:
     """Runs the input shields over every text of the request; applies redactions in place."""
     shields = policy.shields(Stage.INPUT)
-    fail_closed = policy.spec.on_error == "block"
     findings: list[Finding] = []
     blocked = redacted = False
+    if not shields:
+        # Nothing to run: skips setting up a scan (and its normalizer) per message.
+        return InputCheck(findings=findings, blocked=blocked, redacted=redacted)
+    fail_closed = policy.spec.on_error == "block"
+    enforcing = policy.enforcing
     for message in request.texts:
         if not message.fields:
             continue
@@ -202,8 +206,10 @@ def check_input(
             offsets.append(scan.received)
             message_findings += scan.feed(text_field.text)
         message_findings += scan.finish()
+        if not message_findings:  # the usual case: nothing to enforce
+            continue
         findings += message_findings
-        if not policy.enforcing:
+        if not enforcing:
             continue
         enforced = [f for f in message_findings if not f.monitor]
         if any(f.action is Action.BLOCK for f in enforced):
@@ -215,11 +221,10 @@ def check_input(
             for offset, text_field in zip(offsets, message.fields, strict=True):
                 text_field.write(redact(text_field.text, offset, spans))
     request_findings = check_request(shields, conversation_of(request), fail_closed=fail_closed)
-    findings += request_findings
-    if policy.enforcing and any(
-        f.action is Action.BLOCK and not f.monitor for f in request_findings
-    ):
-        blocked = True
+    if request_findings:
+        findings += request_findings
+        if enforcing and any(f.action is Action.BLOCK and not f.monitor for f in request_findings):
+            blocked = True
     return InputCheck(findings=findings, blocked=blocked, redacted=redacted)
 
 

@@ -8,6 +8,7 @@ allow-list (anything else is ``other``). Nothing a client sends can mint a new t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar, cast
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -17,6 +18,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.metrics import MetricWrapperBase
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -25,12 +27,18 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 # Shield stages are sub-millisecond; upstream calls take seconds.
 _FAST = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 _SLOW = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+# Label sets remembered by ``Metrics.child``. The labels are bounded (see above), so this is
+# only a guard: past it the cache starts over, and the metric still holds every child.
+_CHILDREN_LIMIT = 4096
+
+_M = TypeVar("_M", bound=MetricWrapperBase)
 
 
 class Metrics:
     def __init__(self, models: Iterable[str] = ()) -> None:
         self.registry = CollectorRegistry()
         self._models = frozenset(models)
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], MetricWrapperBase] = {}
         r = self.registry
         self.requests = Counter(
             "shieldgate_requests",
@@ -114,6 +122,19 @@ class Metrics:
             "1 while the last policy reload failed and an older policy is in force",
             registry=r,
         )
+
+    def child(self, metric: _M, *values: str) -> _M:
+        """``metric.labels(*values)``, remembered: prometheus-client validates the values and
+        takes a lock on every ``labels()`` call, some 3 µs, and a request asks for the same few
+        label sets every time. Children are never removed from these metrics, so a remembered
+        one stays the metric's own."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            if len(self._children) >= _CHILDREN_LIMIT:
+                self._children.clear()
+            child = self._children[key] = metric.labels(*values)
+        return cast(_M, child)  # keyed by ``metric``: a child of its own type
 
     def model_label(self, model: str | None) -> str:
         return model if model in self._models else "other"

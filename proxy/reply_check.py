@@ -47,6 +47,7 @@ def check_reply(
     if not isinstance(choices, list):
         raise MalformedReply("`choices` is not a list")
     fail_closed = policy.spec.on_error == "block"
+    enforcing = policy.enforcing
     for position, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise MalformedReply("a choice is not an object")
@@ -54,8 +55,10 @@ def check_reply(
             field_findings = check_text(
                 shields, text_field.text, fail_closed=fail_closed, fingerprint=fingerprint
             )
+            if not field_findings:  # the usual case: nothing to enforce
+                continue
             findings += field_findings
-            if not policy.enforcing:
+            if not enforcing:
                 continue
             enforced = [f for f in field_findings if not f.monitor]
             if any(f.action is Action.BLOCK for f in enforced):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from aiohttp import web
 
@@ -143,43 +143,49 @@ def remote_context(
     metrics = request.app[METRICS]
 
     def failed(shield: Shield, kind: str) -> None:
-        metrics.remote_failures.labels(policy.name, shield.id, kind).inc()
+        metrics.child(metrics.remote_failures, policy.name, shield.id, kind).inc()
 
     return RemoteContext(
         request.app[REMOTE_BACKENDS], tuple(conversation), policy.name, on_failure=failed
     )
 
 
-def record_findings(request: web.Request, stage: Stage, findings: Iterable[Finding]) -> None:
+def record_findings(request: web.Request, stage: Stage, findings: Sequence[Finding]) -> None:
     """Logs, counts and audits each finding — which shield, which rule, where — and never
     the text itself."""
+    if not findings:  # most requests: nothing to look up
+        return
     policy = policy_for(request)
     metrics = request.app[METRICS]
     audit = request.app[AUDIT]
     context: AuditContext | None = None
+    # Asked once, not per finding: the ``extra`` fields are built only for a log that is kept.
+    logged = findings_log.isEnabledFor(logging.INFO)
     for finding in findings:
         monitor = finding.monitor or not policy.enforcing
         mode = "monitor" if monitor else "enforce"
-        findings_log.info(
-            "finding %s %s/%s %s %s",
-            stage.value,
-            finding.shield_id,
-            finding.label,
-            finding.action.value,
-            mode,
-            extra={
-                "stage": stage.value,
-                "policy": policy.name,
-                "tenant": tenant_of(request),
-                "shield": finding.shield_id,
-                "shield_type": finding.shield_type,
-                "label": finding.label,
-                "action": finding.action.value,
-                "mode": mode,
-                "span": [finding.start, finding.end],
-            },
-        )
-        metrics.findings.labels(
+        if logged:
+            findings_log.info(
+                "finding %s %s/%s %s %s",
+                stage.value,
+                finding.shield_id,
+                finding.label,
+                finding.action.value,
+                mode,
+                extra={
+                    "stage": stage.value,
+                    "policy": policy.name,
+                    "tenant": tenant_of(request),
+                    "shield": finding.shield_id,
+                    "shield_type": finding.shield_type,
+                    "label": finding.label,
+                    "action": finding.action.value,
+                    "mode": mode,
+                    "span": [finding.start, finding.end],
+                },
+            )
+        metrics.child(
+            metrics.findings,
             stage.value,
             policy.name,
             finding.shield_id,

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import socket
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from proxy.logs import JsonFormatter
+from proxy.metrics import Metrics
 from proxy.request_context import current_request_id
+from proxy.server import GC_YOUNG_THRESHOLD, freeze_startup_heap
 from proxy.state import STREAM_SLOTS
 from tests.conftest import ProxyFactory
 from tests.fake_upstream import FakeUpstream, Reply, chat_completion, json_bytes, text_stream
@@ -209,3 +213,43 @@ async def test_request_timeout_bounds_a_non_stream_request(
         reply = await resp.json()
     assert resp.status == 504 and reply["error"]["code"] == "upstream_timeout"
     assert asyncio.get_running_loop().time() - started < 3
+
+
+def test_metric_children_are_remembered_and_stay_the_metrics_own() -> None:
+    metrics = Metrics()
+    child = metrics.child(metrics.requests, "/r", "200", "p", "-", "other")
+    assert child is metrics.child(metrics.requests, "/r", "200", "p", "-", "other")
+    assert child is metrics.requests.labels("/r", "200", "p", "-", "other")
+    # The same label values on another metric are another child.
+    assert metrics.child(metrics.stage_seconds, "input") is not metrics.child(
+        metrics.remote_seconds, "input"
+    )
+    child.inc()
+    metrics.child(metrics.stage_seconds, "input").observe(0.001)
+    text = metrics.render().decode()
+    assert metric(text, "shieldgate_requests_total", route="/r", policy="p") == 1
+    assert metric(text, "shieldgate_stage_seconds_count", stage="input") == 1
+    assert metric(text, "shieldgate_remote_check_seconds_count", stage="input") == 0
+
+
+def test_metric_children_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("proxy.metrics._CHILDREN_LIMIT", 3)
+    metrics = Metrics()
+    for shield in "abcde":
+        metrics.child(metrics.findings, "input", "p", shield, "regex", "block", "enforce").inc()
+    assert len(metrics._children) <= 3
+    text = metrics.render().decode()  # every child still counts, remembered or not
+    assert all(metric(text, "shieldgate_findings_total", shield=s) == 1 for s in "abcde")
+    metrics.child(metrics.findings, "input", "p", "a", "regex", "block", "enforce").inc()
+    assert metric(metrics.render().decode(), "shieldgate_findings_total", shield="a") == 2
+
+
+def test_freezing_the_startup_heap_makes_young_collections_rarer() -> None:
+    before = gc.get_threshold()
+    try:
+        freeze_startup_heap()
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, *before[1:])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
