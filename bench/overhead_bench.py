@@ -6,6 +6,10 @@ What is measured
     requests (a system and a user message, ~300 bytes) along these paths, in the same run:
 
     ``direct``               load generator -> fake upstream: the floor.
+    ``bare-relay``           through ``bench/bare_relay.py``: an aiohttp server and client that
+                             relay the request and the reply and do nothing else. The floor of
+                             any proxy built on aiohttp on this machine: the part of
+                             shieldgate's cost that is not shieldgate's.
     ``empty/LOOP``           through shieldgate (one process) with a policy without shields:
                              the cost of the proxy hop itself.
     ``default/LOOP``         through shieldgate with ``policies/default.yaml``: the hop plus the
@@ -77,6 +81,7 @@ from harness import (
     policies,
     resolve_loop,
     run_main,
+    start_bare_relay,
     start_fake_upstream,
     start_proxy,
     stop_processes,
@@ -506,6 +511,24 @@ def judge(rows: Sequence[dict[str, Any]], loop: str) -> list[dict[str, Any]]:
     return verdicts
 
 
+def floor_lines(rows: Sequence[dict[str, Any]], loop: str) -> list[str]:
+    """What the bare aiohttp relay reaches, beside what shieldgate reaches, per concurrency."""
+    by_key = {(r["path"], r["concurrency"]): r for r in rows}
+    lines = []
+    for concurrency in sorted({r["concurrency"] for r in rows}):
+        relay = by_key.get(("bare-relay", concurrency))
+        guarded = by_key.get((f"default/{loop}", concurrency))
+        if relay is None or guarded is None:
+            continue
+        lines.append(
+            f"floor at c={concurrency}: a bare aiohttp relay reaches {relay['vs_direct']:.1%} of "
+            f"direct ({relay['cpu_us_per_request']:.0f} us CPU/request); shieldgate with the "
+            f"default policy {guarded['vs_direct']:.1%} ({guarded['cpu_us_per_request']:.0f} "
+            f"us), {guarded['rps_median'] / relay['rps_median']:.0%} of the bare relay's requests/s"
+        )
+    return lines
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -572,6 +595,9 @@ async def run(args: argparse.Namespace) -> int:
             upstream = await start_fake_upstream(workdir)
             children.append(upstream)
             targets = [Target("direct", upstream.url, None, upstream)]
+            relay = await start_bare_relay(upstream.url, workdir, resolve_loop("auto"))
+            children.append(relay)
+            targets.append(Target("bare-relay", relay.url, None, relay, relay.loop))
             for loop in args.loops:
                 for policy, file, name in (
                     ("empty", empty_file, "empty"),
@@ -607,6 +633,8 @@ async def run(args: argparse.Namespace) -> int:
     judged_loop = default_loop if default_loop in args.loops else args.loops[0]
     verdicts = judge(rows, judged_loop)
     print()
+    for line in floor_lines(rows, judged_loop):
+        print(line)
     for v in verdicts:
         print(f"{'PASS' if v['pass'] else 'MISS'}  {v['target']}: {v['value']}")
     load_after = load_average()
