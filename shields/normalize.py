@@ -15,7 +15,11 @@ That is what lets the stream guard and the whole-text check share one code path.
 The map is stored sparsely: a list of breakpoints where ``original - normalized`` changes. Plain
 ASCII prose needs almost none. ASCII is folded in C (one ``bytes.translate``) and only the few
 places that are not one-to-one (whitespace runs, controls, non-ASCII characters, found with
-``bytes.find``) cost Python work, so plain prose normalizes at hundreds of MB/s.
+``bytes.find``) cost Python work, so plain prose normalizes at hundreds of MB/s. Runs of
+non-ASCII characters that fold one character to one (quotes, lookalikes, letters of other
+scripts) are folded in place and do not interrupt the C passes over the text around them. The
+view of a long text is built as bytes, one per character (``ascii_bytes``), which a deny list
+searches as they are (``StreamNormalizer.ascii_view``).
 """
 
 from __future__ import annotations
@@ -188,13 +192,80 @@ _HIGH_RUN = re.compile(rb"\x80+")
 _PLUS_ONE = (1).__add__
 # ``forget_before`` leaves fewer breakpoints than this alone (memory stays bounded all the same).
 _FORGET_FROM = 64
-# Plain segments longer than this collapse their runs of two spaces with ``str.split`` and
-# ``str.join`` and compute the breakpoints in C; shorter ones, with few runs, loop over them.
+# Plain segments longer than this collapse their runs of two spaces with ``bytes.split`` and
+# ``bytes.join`` and compute the breakpoints in C; shorter ones, with few runs, loop over them.
 _SPLIT_FROM = 4096
 # Chunks up to this long (a stream's token-sized deltas) try ``str.lower`` first: for a few
 # characters it costs half of encoding, translating and decoding. Longer ones go straight to
 # ``bytes.translate``, which is faster per character and handles whitespace in the same pass.
 _SHORT = 32
+
+
+def _non_ascii(text: str) -> str:
+    return "".join([char for char in text if not char.isascii()])
+
+
+def _one_to_one(run: str) -> tuple[bytes, str] | None:
+    """How a run of non-ASCII characters folds when each one folds into one character: the
+    ``ascii_bytes`` of the folding and its non-ASCII characters; None for any other run."""
+    forms = list(map(normalize_char, run))
+    folded = "".join(forms)
+    # No empty form and as many characters as forms: every form is one character.
+    if len(folded) != len(run) or "" in forms:
+        return None
+    return ascii_bytes(folded), _non_ascii(folded)
+
+
+# Prose repeats its few short runs ("’", "—", a name with an accent) over and over. Longer
+# runs are not cached: the cache must stay small whatever the text.
+_short_one_to_one = lru_cache(maxsize=4096)(_one_to_one)
+_SHORT_RUN = 8
+
+
+def _fold_in_place(
+    text: str, folded: bytes, wide: list[tuple[int, str]]
+) -> tuple[bytes, list[tuple[int, int]]]:
+    """``folded`` with its runs of non-ASCII characters that fold one-to-one replaced by their
+    ``ascii_bytes``; and the other runs' spans.
+
+    Such a run maps each character to one character, as plain ASCII does (a non-ASCII space
+    folds to " " like a tab), so the text can be normalized around it as if it were plain
+    ASCII. Its non-ASCII results go to ``wide`` with their offsets (``_joined``).
+    """
+    pieces: list[bytes] = []
+    others: list[tuple[int, int]] = []
+    done = 0
+    start = folded.find(b"\x80")
+    while start >= 0:
+        match = _HIGH_RUN.match(folded, start)
+        assert match is not None
+        end = match.end()
+        run = text[start:end]
+        folding = _short_one_to_one(run) if end - start <= _SHORT_RUN else _one_to_one(run)
+        if folding is None:
+            others.append((start, end))
+        else:
+            marks, chars = folding
+            pieces += (folded[done:start], marks)
+            done = end
+            if chars:
+                wide.append((start, chars))
+        start = folded.find(b"\x80", end)
+    if not pieces:
+        return folded, others
+    pieces.append(folded[done:])
+    return b"".join(pieces), others
+
+
+def _pairs_only(pieces: list[bytes]) -> bool:
+    """Whether ``pieces``, a folded plain segment split on pairs of spaces, had no longer run.
+
+    A run of three or more leaves an empty piece, or one that starts with a space, after the
+    first; the last piece may be empty (the segment ended with a pair). Every other piece
+    starts with a byte above the space (plain segments hold nothing below it), so it compares
+    at least b"!".
+    """
+    return min(pieces[1:-1], default=b"!") >= b"!" and not pieces[-1].startswith(b" ")
 
 
 def ascii_bytes(text: str) -> bytes:
@@ -203,6 +274,8 @@ def ascii_bytes(text: str) -> bytes:
     Offsets are the text's, so ``bytes.find`` and ``bytes.translate`` (in C) can stand in for
     a regular expression over a character class of ASCII characters.
     """
+    if text.isascii():  # O(1): no error handler to set up
+        return text.encode("ascii")
     return text.encode("ascii", _MARK_NON_ASCII)
 
 
@@ -234,7 +307,15 @@ class StreamNormalizer:
     keeps memory bounded by the scanners' windows rather than the length of the stream.
     """
 
-    __slots__ = ("_bp_delta", "_bp_norm", "_delta", "_prev_space", "norm_len", "orig_len")
+    __slots__ = (
+        "_bp_delta",
+        "_bp_norm",
+        "_delta",
+        "_last",
+        "_prev_space",
+        "norm_len",
+        "orig_len",
+    )
 
     def __init__(self) -> None:
         self.orig_len = 0
@@ -244,6 +325,8 @@ class StreamNormalizer:
         # Breakpoints: from normalized index _bp_norm[i] on, orig = norm + _bp_delta[i].
         self._bp_norm: list[int] = [0]
         self._bp_delta: list[int] = [0]
+        # The last view built as bytes, with those bytes (``ascii_view``).
+        self._last: tuple[str, bytes] | None = None
 
     def feed(self, text: str) -> str:
         if not text:
@@ -259,10 +342,11 @@ class StreamNormalizer:
                 return folded_text
         # One C pass folds every ASCII character (lower case, whitespace to " ", controls to
         # NUL: _ASCII_FOLD) and marks each non-ASCII one with 0x80, so that Python only visits
-        # the few places that are not one-to-one, found with ``bytes.find``.
+        # the few places that are not one-to-one, found with ``bytes.find``. The view is built
+        # as bytes, decoded once at the end, and kept for ``ascii_view``.
         if text.isascii():
             folded = text.encode("ascii").translate(_ASCII_FOLD)
-            if folded.find(b"\x00") < 0:
+            if folded.find(b"\x00") < 0 and len(folded) <= _SPLIT_FROM:
                 if folded.find(b"  ") < 0 and not (self._prev_space and folded[0] == 32):
                     # The common case of a stream's small chunk: one-to-one.
                     self._feed_identity(len(folded))
@@ -270,27 +354,54 @@ class StreamNormalizer:
                     return folded.decode("ascii")
                 # Only runs of whitespace to collapse (a paragraph break, "\n\n").
                 view = folded.decode("ascii")
-                if (
-                    len(view) <= _SPLIT_FROM
-                    and view.find("   ") < 0
-                    and not (self._prev_space and view[0] == " ")
-                ):
+                if view.find("   ") < 0 and not (self._prev_space and view[0] == " "):
                     return self._feed_pairs(view)
-                pieces: list[str] = []
-                self._feed_plain(view, folded, 0, len(folded), pieces)
-                self.orig_len += len(folded)
-                return "".join(pieces)
         else:
             folded = text.encode("ascii", _MARK_NON_ASCII).translate(_ASCII_FOLD)
         size = len(folded)
-        view = folded.decode("latin-1")  # one character per byte: the offsets stay the same
-        out: list[str] = []
+        out: list[bytes] = []
+        wide: list[tuple[int, str]] = []
         if folded.find(b"\x00") < 0 and folded.find(b"\x80") < 0:
-            self._feed_plain(view, folded, 0, size, out)
+            self._feed_plain(folded, 0, size, out)
         else:
-            self._feed_mixed(text, view, folded, out)
+            self._feed_mixed(text, folded, out, wide)
         self.orig_len += size
-        return "".join(out)
+        return self._joined(out, wide)
+
+    def _joined(self, out: list[bytes], wide: list[tuple[int, str]]) -> str:
+        """The view from its pieces of ``ascii_bytes`` and the non-ASCII characters that
+        stand behind their 0x80 bytes, in ``wide`` (each with its original offset).
+
+        Remembers the bytes for ``ascii_view``, which a deny list would otherwise rebuild.
+        """
+        ascii_view = b"".join(out)
+        if not wide:
+            norm = ascii_view.decode("ascii")
+        else:
+            # Every 0x80 of the view stands for the next non-ASCII character, in text order
+            # (the one-to-one runs were collected before the others: sort them together).
+            wide.sort()
+            chars = "".join([run for _, run in wide])
+            latin = ascii_view.decode("latin-1")  # one character per byte, 0x80 included
+            find = ascii_view.find
+            pieces: list[str] = []
+            done = 0
+            for char in chars:
+                mark = find(b"\x80", done)
+                pieces += (latin[done:mark], char)
+                done = mark + 1
+            pieces.append(latin[done:])
+            norm = "".join(pieces)
+        self._last = (norm, ascii_view)
+        return norm
+
+    def ascii_view(self, norm: str) -> bytes:
+        """``ascii_bytes(norm)`` for the text the last ``feed`` returned, without a second
+        encoding pass when that feed built it as bytes (a long or non-ASCII text)."""
+        last = self._last
+        if last is not None and last[0] is norm:
+            return last[1]
+        return ascii_bytes(norm)
 
     def _feed_identity(self, size: int) -> None:
         """Records ``size`` new characters that map one-to-one onto as many normalized ones."""
@@ -326,7 +437,7 @@ class StreamNormalizer:
         self._prev_space = view[-1] == " "
         return out
 
-    def _feed_plain(self, view: str, folded: bytes, lo: int, hi: int, out: list[str]) -> None:
+    def _feed_plain(self, folded: bytes, lo: int, hi: int, out: list[bytes]) -> None:
         """Feeds ``folded[lo:hi]``, ASCII without dropped characters: each character maps to
         itself, except that a run of spaces becomes its first one."""
         if self._prev_space:
@@ -334,7 +445,7 @@ class StreamNormalizer:
                 lo += 1
             if lo >= hi:
                 return
-        segment = view[lo:hi] if lo or hi != len(view) else view
+        segment = folded[lo:hi] if lo or hi != len(folded) else folded
         norm_len = self.norm_len
         shift = self.orig_len + lo - norm_len
         if shift != self._delta:
@@ -342,25 +453,34 @@ class StreamNormalizer:
         # The output ends with the segment's last character, or with the first space of the
         # run the segment ends with: a space either way when that character is one.
         self._prev_space = folded[hi - 1] == 32
-        if segment.find("  ") < 0:
+        if hi - lo <= _SPLIT_FROM:
+            if segment.find(b"  ") < 0:
+                out.append(segment)
+                self.norm_len = norm_len + hi - lo
+            else:
+                self._feed_runs(folded, lo, hi, out)
+            return
+        # A long segment is split on pairs of spaces at once (one search, in C): a separate
+        # search for whether there is any pair would read the whole text a second time.
+        pieces = segment.split(b"  ")
+        if len(pieces) == 1:
             out.append(segment)
             self.norm_len = norm_len + hi - lo
-        elif hi - lo > _SPLIT_FROM and segment.find("   ") < 0:
-            # A long text whose runs are all of two spaces (paragraph breaks, "\n\n"): split
-            # and join in C, and the breakpoints from the pieces' lengths, also in C. After the
-            # k-th run the original is k characters ahead of the normalized text.
-            pieces = segment.split("  ")
+        elif _pairs_only(pieces):
+            # Runs of exactly two spaces (paragraph breaks, "\n\n"): joined in C, and the
+            # breakpoints from the pieces' lengths, also in C. After the k-th run the original
+            # is k characters ahead of the normalized text.
             runs = len(pieces) - 1
-            out.append(" ".join(pieces))
+            out.append(b" ".join(pieces))
             starts = accumulate(map(_PLUS_ONE, map(len, pieces[:-1])))
             self._bp_norm.extend(map(norm_len.__add__, starts))
             self._bp_delta.extend(range(shift + 1, shift + runs + 1))
             self._delta = shift + runs
             self.norm_len = norm_len + hi - lo - runs
         else:
-            self._feed_runs(view, folded, lo, hi, out)
+            self._feed_runs(folded, lo, hi, out)
 
-    def _feed_runs(self, view: str, folded: bytes, lo: int, hi: int, out: list[str]) -> None:
+    def _feed_runs(self, folded: bytes, lo: int, hi: int, out: list[bytes]) -> None:
         """``_feed_plain`` run by run: short segments, and runs of three spaces or more."""
         find = folded.find
         base = self.orig_len
@@ -379,7 +499,7 @@ class StreamNormalizer:
                     bp_norm.append(norm_len)
                     bp_delta.append(shift)
                 delta = shift
-            out.append(view[pos:stop])
+            out.append(folded[pos:stop])
             norm_len += stop - pos
             if run < 0:
                 break
@@ -392,30 +512,37 @@ class StreamNormalizer:
         self.norm_len = norm_len
         self._delta = delta
 
-    def _feed_mixed(self, text: str, view: str, folded: bytes, out: list[str]) -> None:
-        """``feed`` for a text with dropped (NUL in ``folded``) or non-ASCII (0x80) characters:
-        the stretches between them are plain, a run of non-ASCII characters goes character by
-        character, a run of spaces and dropped controls becomes one space at most."""
+    def _feed_mixed(
+        self, text: str, folded: bytes, out: list[bytes], wide: list[tuple[int, str]]
+    ) -> None:
+        """``feed`` for a text with dropped (NUL in ``folded``) or non-ASCII (0x80) characters.
+
+        Runs of non-ASCII characters that fold one-to-one into characters other than spaces
+        (lookalikes, quotes, letters of other scripts: most of them) are folded in place first,
+        so that they do not interrupt the stretch they sit in. Then the stretches between the
+        other runs are plain, such a run goes character by character, and a run of spaces and
+        dropped controls becomes one space at most.
+        """
+        folded, runs = _fold_in_place(text, folded, wide)
         size = len(folded)
         find = folded.find
         nul = find(b"\x00")
-        high = find(b"\x80")
         if nul < 0:
             nul = size
-        if high < 0:
-            high = size
+        runs.append((size, size))
+        next_run = iter(runs).__next__
+        high, high_end = next_run()
         pos = 0
         while True:
             rare = min(nul, high)
             if rare > pos:
-                self._feed_plain(view, folded, pos, rare, out)
+                self._feed_plain(folded, pos, rare, out)
             if rare >= size:
                 return
-            if folded[rare] == 0x80:
-                match = _HIGH_RUN.match(folded, rare)
-                assert match is not None
-                end = match.end()
-                self._feed_special(text, rare, end, out)
+            if rare == high:
+                end = high_end
+                self._feed_special(text, rare, end, out, wide)
+                high, high_end = next_run()
             else:
                 match = _BLANK_RUN.match(folded, rare)
                 assert match is not None
@@ -425,17 +552,13 @@ class StreamNormalizer:
                     space = find(b" ", rare, end)
                     if space >= 0:
                         self._emit_identity(space, 1)
-                        out.append(" ")
+                        out.append(b" ")
                         self._prev_space = True
             pos = end
             if nul < end:
                 nul = find(b"\x00", end)
                 if nul < 0:
                     nul = size
-            if high < end:
-                high = find(b"\x80", end)
-                if high < 0:
-                    high = size
 
     def _emit_identity(self, local_start: int, length: int) -> None:
         """Records ``length`` characters that map one-to-one, starting at ``local_start``."""
@@ -452,7 +575,11 @@ class StreamNormalizer:
             self._bp_delta.append(delta)
         self._delta = delta
 
-    def _feed_special(self, text: str, start: int, end: int, out: list[str]) -> None:
+    def _feed_special(
+        self, text: str, start: int, end: int, out: list[bytes], wide: list[tuple[int, str]]
+    ) -> None:
+        """Feeds the run of non-ASCII characters ``text[start:end]``, character by character."""
+        pieces: list[str] = []
         for local in range(start, end):
             folded = normalize_char(text[local])
             if not folded:
@@ -470,7 +597,11 @@ class StreamNormalizer:
                 for _ in range(len(folded) - 1):
                     self._add_breakpoint(self.norm_len, self._delta - 1)
                     self.norm_len += 1
-            out.append(folded)
+            pieces.append(folded)
+        run = "".join(pieces)
+        out.append(ascii_bytes(run))
+        if not run.isascii():
+            wide.append((start, _non_ascii(run)))
 
     def orig_start(self, norm_index: int) -> int:
         """Original index of the character that produced normalized character ``norm_index``.

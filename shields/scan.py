@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
 from shields.normalize import IdentityNormalizer, StreamNormalizer
@@ -69,17 +70,17 @@ class TextScan:
     ) -> None:
         if batch < 0:
             raise ValueError("batch must be >= 0")
+        # A policy's stages are tuples: what depends only on the shields and the role is
+        # worked out once per policy rather than once per text.
+        plan = _plan(shields, role) if type(shields) is tuple else _Plan.of(shields, role)
         self._scanners: list[tuple[Shield, Scanner]] = [
-            (shield, shield.scanner()) for shield in shields if shield.applies_to(role)
+            (shield, shield.scanner()) for shield in plan.shields
         ]
-        self._norm_holdback = holdback if any(not s.matches_raw for s, _ in self._scanners) else 0
-        self._raw_holdback = holdback if any(s.matches_raw for s, _ in self._scanners) else 0
-        self._keep = max([holdback, *(s.max_match for s, _ in self._scanners)]) + 2
+        self._norm_holdback = holdback if plan.reads_norm else 0
+        self._raw_holdback = holdback if plan.reads_raw else 0
+        self._keep = max(holdback, plan.max_match) + 2
         self._fail_closed = fail_closed
-        # Shields that all read the original text need no normalized view. (With no shield
-        # at all the text is still normalized: ``TextScan([])`` measures that cost.)
-        raw_only = bool(self._scanners) and all(s.matches_raw for s, _ in self._scanners)
-        self._normalizer = IdentityNormalizer() if raw_only else StreamNormalizer()
+        self._normalizer = IdentityNormalizer() if plan.raw_only else StreamNormalizer()
         # With a fingerprint function, the last characters are kept so that a finding's
         # matched text can be hashed (never stored) once its end is known.
         self._fingerprint = fingerprint
@@ -221,6 +222,36 @@ class TextScan:
         """A scanner raised: it is dropped for the rest of the text, and fails closed."""
         self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
         return _failure(shield, exc, self._fail_closed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a ``TextScan`` needs to know about its shields before it sees any text."""
+
+    shields: tuple[Shield, ...]  # those that apply to the role
+    reads_norm: bool  # some shield reads the normalized view
+    reads_raw: bool  # some shield reads the original text
+    max_match: int
+    # Shields that all read the original text need no normalized view. (With no shield at
+    # all the text is still normalized: ``TextScan([])`` measures that cost.)
+    raw_only: bool
+
+    @classmethod
+    def of(cls, shields: Iterable[Shield], role: Role | None) -> _Plan:
+        applying = tuple(shield for shield in shields if shield.applies_to(role))
+        reads_norm = any(not shield.matches_raw for shield in applying)
+        return cls(
+            shields=applying,
+            reads_norm=reads_norm,
+            reads_raw=any(shield.matches_raw for shield in applying),
+            max_match=max((shield.max_match for shield in applying), default=0),
+            raw_only=bool(applying) and not reads_norm,
+        )
+
+
+# Keyed by the stage's tuple of shields: a reloaded policy's entries age out of the cache
+# (a shield is configured once and never changes, so an entry never goes stale).
+_plan = lru_cache(maxsize=256)(_Plan.of)
 
 
 _CHUNK_FIELDS = ("raw", "raw_start", "norm", "norm_start", "normalizer")

@@ -343,10 +343,11 @@ class _DenylistScanner(Scanner):
         found.
         """
         shield = self._shield
+        haystack: Any = text
         if shield._bulk_ascii:
-            haystack: Any = text.encode("ascii") if text.isascii() else ascii_bytes(text)
-        else:
-            haystack = text
+            # A whole text (no tail) is searched in the bytes the normalizer built its view
+            # from, rather than encoded again; a stream's chunk is small, encoded with its tail.
+            haystack = chunk.normalizer.ascii_view(text) if not fresh else ascii_bytes(text)
         matches = shield._bulk.find_matches_as_indexes(haystack, overlapping=True)
         if not matches:
             return

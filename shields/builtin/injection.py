@@ -1583,7 +1583,6 @@ class _InjectionScanner(Scanner):
         "_decided",
         "_done",
         "_next",
-        "_scanned",
         "_shield",
         "_signals",
     )
@@ -1595,8 +1594,6 @@ class _InjectionScanner(Scanner):
         self._buf_start = 0
         # Every match starting before this offset has been counted.
         self._decided = 0
-        # Length of the text at the last search (batching).
-        self._scanned = 0
         # Per rule: where its next match may start (its matches never overlap each other).
         self._next = [0] * len(shield._rules)
         self._signals: dict[str, _Signal] = {}  # by rule id
@@ -1606,7 +1603,10 @@ class _InjectionScanner(Scanner):
         if self._done or not chunk.norm:
             return []
         self._buf += chunk.norm
-        if self._buf_start + len(self._buf) - self._scanned < BATCH:
+        # A match must be reported once ``max_match`` characters from its start have been
+        # fed: until the text is that far past the first undecided position, the search
+        # can wait. (A short whole text is then searched once, by ``finish``.)
+        if self._buf_start + len(self._buf) - self._decided < self._shield._max_match:
             return []
         return self._scan(chunk.normalizer, final=False)
 
@@ -1618,7 +1618,7 @@ class _InjectionScanner(Scanner):
     def _scan(self, normalizer: StreamNormalizer, *, final: bool) -> list[Finding]:
         shield = self._shield
         buf, base = self._buf, self._buf_start
-        end = self._scanned = base + len(buf)
+        end = base + len(buf)
         # Matches starting before ``stop`` can no longer change: all the text their rules
         # could look at has been seen.
         stop = end if final else end - shield._final_after + 1
