@@ -18,6 +18,7 @@ from shields.builtin.denylist import DenylistShield
 from shields.normalize import StreamNormalizer, normalize_char
 from shields.policy import parse_policy
 from shields.scan import TextScan, check_text
+from tests.test_normalize import reference
 
 # Pieces of text: prose, every kind of whitespace run, dropped controls, lookalikes that fold
 # one-to-one (Cyrillic, Greek, quotes, full-width), letters kept as they are (CJK, "ñ"),
@@ -74,19 +75,6 @@ def chunked(text: str, points: list[int]) -> list[str]:
         pieces.append(text[last:point])
         last = point
     return pieces
-
-
-def reference(text: str) -> tuple[str, list[int]]:
-    """The definition, character by character: each normalized character and its source."""
-    out, sources, previous_space = [], [], False
-    for i, char in enumerate(text):
-        folded = normalize_char(char)
-        if not folded or (folded == " " and previous_space):
-            continue
-        previous_space = folded.endswith(" ")
-        out.append(folded)
-        sources += [i] * len(folded)
-    return "".join(out), sources
 
 
 def reference_end(sources: list[int], orig_len: int, end: int) -> int:

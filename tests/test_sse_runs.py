@@ -70,6 +70,12 @@ class CountingDecoder(SSEDecoder):
         return events
 
 
+def stream_of(text: str, size: int) -> bytes:
+    """A whole stream carrying ``text`` in content events of ``size`` characters."""
+    pieces = (orjson.dumps(text[i : i + size])[1:-1] for i in range(0, len(text), size))
+    return sse(ROLE, done=False) + b"".join(map(content_event, pieces)) + sse(FINISH)
+
+
 def drive(
     policy: CompiledPolicy, body: bytes, cuts: list[int], *, fast: bool
 ) -> tuple[list[bytes], GuardState, int]:
@@ -160,12 +166,7 @@ def test_bulk_path_writes_exactly_what_the_per_event_path_writes(
 
 @pytest.mark.parametrize("policy", ["default", "empty"])
 def test_a_typical_stream_is_taken_in_runs_and_leaves_byte_for_byte(policy: str) -> None:
-    text = "The quiet village by the river wakes early. " * 200
-    body = sse(ROLE, done=False)
-    body += b"".join(
-        content_event(orjson.dumps(text[i : i + 4])[1:-1]) for i in range(0, len(text), 4)
-    )
-    body += sse(FINISH)
+    body = stream_of("The quiet village by the river wakes early. " * 200, 4)
     cuts = list(range(0, len(body), 65536))
     writes, state, runs = drive(POLICIES[policy], body, cuts, fast=True)
     assert state is GuardState.DONE
@@ -178,11 +179,7 @@ def test_blocks_and_redactions_inside_runs(policy: str) -> None:
     text = (
         ("harmless words " * 30) + ("sarin" if policy == "block" else "tok_a1b2c3d4") + " end" * 30
     )
-    body = sse(ROLE, done=False)
-    body += b"".join(
-        content_event(orjson.dumps(text[i : i + 3])[1:-1]) for i in range(0, len(text), 3)
-    )
-    body += sse(FINISH)
+    body = stream_of(text, 3)
     cuts = list(range(0, len(body), 4000))
     writes, state, runs = drive(POLICIES[policy], body, cuts, fast=True)
     assert runs > 0
