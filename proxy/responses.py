@@ -9,8 +9,11 @@ carries, a block closes the upstream at once (the upstream stops generating), an
 guarantee of the stream guard covers every delta event.
 
 Errors before the first byte are HTTP errors in OpenAI's shape, as for chat completions: bad
-requests 400, an unreachable upstream 502, upstream error statuses relayed. Once a stream has
-started, a block is the Responses refusal form and an upstream failure is ``response.failed``.
+requests 400, an unreachable upstream 502, a non-stream request past ``request_timeout`` 504,
+upstream error statuses relayed with their message checked by the output shields. Once a stream
+has started, a block is the Responses refusal form and an upstream failure is
+``response.failed``. An upstream's own error text never reaches the client unchecked: a failure
+carries the proxy's own message.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
-from proxy.chat_request import check_input, conversation_of, parse_chat_request
+from proxy.chat import _read_all, _with_deadline
+from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response
 from proxy.refusal import StreamContext, content_filter_error
 from proxy.remote_checks import check_input_remote
+from proxy.reply_check import check_error_body
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
     ResponsesRequest,
@@ -36,6 +41,7 @@ from proxy.responses_request import (
     parse_responses_request,
 )
 from proxy.responses_stream import (
+    STREAM_FAILED,
     Event,
     GuardedResponseStream,
     ResponseTranslator,
@@ -156,6 +162,16 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         record_findings(request, Stage.INPUT, outcome.findings)
         if outcome.blocked:
             return await _refuse_input(turn, policy)
+    if parsed.stream:
+        return await _forward(turn, policy, chat)
+    # A non-stream request has request_timeout in all, as on /v1/chat/completions: nothing has
+    # been sent to the client before the response is complete, so running out is a 504.
+    limit = request.app[UPSTREAM].settings.request_timeout
+    return await _with_deadline(limit, _forward(turn, policy, chat))
+
+
+async def _forward(turn: _Turn, policy: CompiledPolicy, chat: ChatRequest) -> web.StreamResponse:
+    request, parsed = turn.request, turn.parsed
     upstream = request.app[UPSTREAM]
     headers = {
         name: value
@@ -168,8 +184,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         "POST", "chat/completions", headers=headers, body=json_codec.dumps(chat.body)
     ) as reply:
         if reply.status >= 300:
-            # Errors are relayed as they are: both APIs share OpenAI's error shape.
-            return await _relay_error(request, reply)
+            # Both APIs share OpenAI's error shape; the message is checked as on chat.
+            return await _relay_error(request, policy, reply)
         if reply.content_type != "text/event-stream":
             raise UpstreamError("The upstream answered a streaming request without a stream")
         guard = StreamGuard(
@@ -205,15 +221,24 @@ async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamRespon
     return response
 
 
-async def _relay_error(request: web.Request, reply: aiohttp.ClientResponse) -> web.Response:
+async def _relay_error(
+    request: web.Request, policy: CompiledPolicy, reply: aiohttp.ClientResponse
+) -> web.Response:
+    """An upstream error status, as ``/v1/chat/completions`` relays it: the whole body (up to
+    ``max_upstream_body_bytes``), its message checked by the output shields like a reply."""
     limit = request.app[UPSTREAM].settings.max_upstream_body_bytes
     try:
-        body = await reply.content.read(limit + 1)
+        body = await _read_all(reply, limit)
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
-    if len(body) > limit:
-        raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
-    return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
+    headers = response_headers(reply.headers)
+    checked = check_error_body(policy, body, reply.status)
+    if checked is not None:
+        headers.popall("Content-Type", None)
+        return web.Response(
+            body=checked, status=reply.status, headers=headers, content_type="application/json"
+        )
+    return web.Response(body=body, status=reply.status, headers=headers)
 
 
 Emit = Callable[[list[Event]], Awaitable[bool]]
@@ -293,8 +318,10 @@ async def _collect(
         await turn.save()
         return json_response(final, headers=headers)
     if final is None or final["status"] == "failed":
+        # The failure's message is the proxy's own (GuardedResponseStream never puts upstream
+        # text there), so it can be the error's.
         error = (final or {}).get("error") or {}
-        raise UpstreamError(error.get("message") or "The upstream stream failed")
+        raise UpstreamError(error.get("message") or STREAM_FAILED)
     await turn.save()
     return json_response(final)
 

@@ -12,6 +12,7 @@ response continues a conversation as the chat messages a client would have sent 
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,7 +124,8 @@ def parse_responses_request(raw: bytes) -> ResponsesRequest:
         raise BadRequest("The request body must be a JSON object")
     for key, value in body.items():
         if key in _UNSUPPORTED:
-            if value not in (None, False):
+            # Identity, not equality: 0 == False, yet 0 asks for something all the same.
+            if value is not None and value is not False:
                 raise BadRequest(
                     f"'{key}' is not supported by shieldgate's Responses API "
                     "(it serves responses over a chat-completions backend)",
@@ -209,7 +211,7 @@ def parse_responses_request(raw: bytes) -> ResponsesRequest:
 def _truncation(value: Any) -> str:
     if value is None:
         return "disabled"
-    if value not in ("auto", "disabled"):
+    if not isinstance(value, str) or value not in ("auto", "disabled"):
         raise BadRequest("'truncation' must be auto or disabled", param="truncation")
     # Accepted, not applied: the backend's context limit decides, as it would for chat.
     return str(value)
@@ -221,12 +223,37 @@ def _optional(body: dict[str, Any], key: str, kind: type, default: Any) -> Any:
         return default
     if kind is float:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and not _finite(value):
+            # NaN, Infinity and 1e999 parse (Python's json reads them) but are no number a
+            # backend can use: JSON has no way to write them (they would go upstream as null).
+            raise BadRequest(f"'{key}' must be a finite number", param=key)
     else:
         ok = isinstance(value, kind)
     if not ok:
         names = {bool: "a boolean", str: "a string", float: "a number"}
         raise BadRequest(f"'{key}' must be {names[kind]}", param=key)
     return value
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _all_finite(value: Any, param: str) -> None:
+    """A JSON value forwarded as it is (a schema) holds no NaN or infinity, which would reach
+    the upstream as null. Iterative: the value may be nested as deeply as the parser allows."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise BadRequest(f"'{param}' holds a number that is not finite", param=param)
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 # ---- input items -----------------------------------------------------------------------------
@@ -275,9 +302,11 @@ def items_to_messages(items: list[Any], *, where: str) -> list[dict[str, Any]]:
 
 def _message(item: dict[str, Any], at: str) -> dict[str, Any]:
     role = item.get("role")
-    if role not in _MESSAGE_ROLES:
+    # Type first: a list or an object cannot be looked up in a set (TypeError, a 500).
+    if not isinstance(role, str) or role not in _MESSAGE_ROLES:
+        got = f"; got {role!r}" if isinstance(role, str) else ""
         raise BadRequest(
-            f"{at}.role must be one of user, system, developer, assistant; got {role!r}",
+            f"{at}.role must be one of user, system, developer, assistant{got}",
             param=f"{at}.role",
         )
     # Many chat backends (and their chat templates) know no `developer` role.
@@ -406,6 +435,7 @@ def _tools(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             raise BadRequest(f"{at}.description must be a string", param=f"{at}.description")
         if parameters is not None and not isinstance(parameters, dict):
             raise BadRequest(f"{at}.parameters must be an object", param=f"{at}.parameters")
+        _all_finite(parameters, f"{at}.parameters")
         if strict is not None and not isinstance(strict, bool):
             raise BadRequest(f"{at}.strict must be a boolean", param=f"{at}.strict")
         function: dict[str, Any] = {"name": name}
@@ -457,7 +487,8 @@ def _tool_choice(
         return tools
     if kind == "allowed_tools":
         mode, allowed = value.get("mode", "auto"), value.get("tools")
-        if mode not in ("auto", "required") or not isinstance(allowed, list) or not allowed:
+        valid_mode = isinstance(mode, str) and mode in ("auto", "required")
+        if not valid_mode or not isinstance(allowed, list) or not allowed:
             raise BadRequest(
                 "tool_choice allowed_tools needs a mode (auto or required) and a list of tools",
                 param="tool_choice",
@@ -470,7 +501,7 @@ def _tool_choice(
                     param=f"tool_choice.tools[{j}]",
                     code="unsupported_tool",
                 )
-            if entry.get("name") not in names:
+            if not isinstance(entry.get("name"), str) or entry["name"] not in names:
                 raise BadRequest(
                     f"tool_choice.tools[{j}] names a function that is not among the tools",
                     param=f"tool_choice.tools[{j}].name",
@@ -509,6 +540,7 @@ def _text(value: Any, chat: dict[str, Any]) -> dict[str, Any]:
             raise BadRequest("text.format.name must be a string", param="text.format.name")
         if not isinstance(schema, dict):
             raise BadRequest("text.format.schema must be an object", param="text.format.schema")
+        _all_finite(schema, "text.format.schema")
         json_schema: dict[str, Any] = {"name": name, "schema": schema}
         for key, kind_ in (("description", str), ("strict", bool)):
             option = text_format.get(key)

@@ -33,11 +33,22 @@ from proxy.sse import SSEDecoder, SSEError
 from proxy.stream_guard import GuardState, StreamGuard
 from shields.policy import Refusal
 
-__all__ = ["GuardedResponseStream", "ResponseTranslator", "encode_events"]
+__all__ = [
+    "STREAM_FAILED",
+    "UPSTREAM_REPORTED",
+    "GuardedResponseStream",
+    "ResponseTranslator",
+    "encode_events",
+]
 
 Event = dict[str, Any]
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")
+
+# The proxy's own words for a failed upstream; an upstream's error text is never passed on
+# (the same wording as the chat endpoint's in-band error, ``StreamGuard``).
+UPSTREAM_REPORTED = "The upstream reported an error mid-stream"
+STREAM_FAILED = "The upstream stream failed"
 
 
 def encode_events(events: list[Event]) -> bytes:
@@ -553,10 +564,10 @@ class GuardedResponseStream:
                 return events + self._broken(
                     "The upstream sent a stream event that is not an object"
                 )
-            error = chunk.get("error")
-            if error is not None:
-                message = error.get("message") if isinstance(error, dict) else None
-                return events + self._broken(f"The upstream reported an error: {message or error}")
+            if chunk.get("error") is not None:
+                # Upstream text the shields have not seen (it may echo the prompt or a partial
+                # answer): the response fails with the proxy's own words, never with it.
+                return events + self._broken(UPSTREAM_REPORTED)
             try:
                 events += translator.chunk(chunk)
             except MalformedChunk as exc:
@@ -573,16 +584,23 @@ class GuardedResponseStream:
 
 
 def _error_message(tail: bytes) -> str:
-    """The message of the guard's in-band error tail."""
+    """The message of the guard's in-band error, which ``StreamGuard.fail`` always sends last
+    (before ``[DONE]``).
+
+    Only that last event is read: what the guard released before its error (when it fails
+    after releasing what had passed) is upstream data, and an upstream event may carry an
+    ``error`` of its own, whose text must not become the response's error.
+    """
+    last = None
     for event in SSEDecoder().feed(tail):
-        if event.data is None:
-            continue
-        try:
-            body = json_codec.loads(event.data)
-        except json_codec.InvalidJSON:
-            continue
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            message = body["error"].get("message")
-            if isinstance(message, str):
-                return message
-    return "The upstream stream failed"
+        if event.data is not None and event.data.strip() != b"[DONE]":
+            last = event.data
+    if last is None:
+        return STREAM_FAILED
+    try:
+        body = json_codec.loads(last)
+    except json_codec.InvalidJSON:
+        return STREAM_FAILED
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else STREAM_FAILED
