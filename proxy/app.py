@@ -3,6 +3,9 @@
 Only the routes below exist. Every other path is a 404 in OpenAI's error shape and is never
 forwarded: an endpoint the proxy cannot guard (embeddings, files, assistants...) must not become
 a way around the policy.
+
+Errors aiohttp answers by itself, before any route runs, are in that shape too: see
+``proxy.connection``.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from aiohttp import web
 from proxy.audit import AuditTrail
 from proxy.auth import KEYS, auth_middleware
 from proxy.chat import chat_completions
+from proxy.connection import expect_continue
 from proxy.errors import Handler, error_middleware, json_response
 from proxy.keys import KeySource
+from proxy.logs import redact_aiohttp_logs
 from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from proxy.metrics import Metrics
 from proxy.models import list_models
@@ -161,6 +166,8 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     a keys file that does not load (or names an unknown policy) raises KeysFileError."""
     # Load the confusables table now, not in the first request that holds non-ASCII text.
     load_confusables()
+    # However the app is served, aiohttp's logs never quote a request's bytes.
+    redact_aiohttp_logs()
     metrics_ = Metrics(models=settings.metrics_models)
     policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
     keys = KeySource(settings.keys_file, policies) if settings.keys_file else None
@@ -203,12 +210,13 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     app.cleanup_ctx.append(_remote_backends)
     app.cleanup_ctx.append(_audit_trail)
     app.on_response_prepare.append(_policy_header)
-    app.router.add_post("/v1/chat/completions", chat_completions)
-    app.router.add_get("/v1/models", list_models)
-    app.router.add_post("/v1/responses", create_response)
-    app.router.add_get("/v1/responses/{response_id}", retrieve_response)
-    app.router.add_delete("/v1/responses/{response_id}", delete_response)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
+    expect = expect_continue
+    app.router.add_post("/v1/chat/completions", chat_completions, expect_handler=expect)
+    app.router.add_get("/v1/models", list_models, expect_handler=expect)
+    app.router.add_post("/v1/responses", create_response, expect_handler=expect)
+    app.router.add_get("/v1/responses/{response_id}", retrieve_response, expect_handler=expect)
+    app.router.add_delete("/v1/responses/{response_id}", delete_response, expect_handler=expect)
+    app.router.add_get("/healthz", healthz, expect_handler=expect)
+    app.router.add_get("/readyz", readyz, expect_handler=expect)
+    app.router.add_get("/metrics", metrics, expect_handler=expect)
     return app

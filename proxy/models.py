@@ -15,7 +15,10 @@ __all__ = ["list_models"]
 async def list_models(request: web.Request) -> web.StreamResponse:
     upstream = request.app[UPSTREAM]
     async with upstream.request(
-        "GET", "models", headers=upstream.headers(request.headers), query=request.query_string
+        "GET",
+        "models",
+        headers=upstream.headers(request.headers),
+        query=request.rel_url.raw_query_string,
     ) as reply:
         limit = upstream.settings.max_upstream_body_bytes
         try:

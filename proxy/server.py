@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeVar
 from aiohttp import web
 
 from proxy.app import create_app
+from proxy.connection import ProxyRunner
 from proxy.settings import Settings
 from proxy.state import POLICY
 from shields.policy import CompiledPolicy
@@ -112,8 +113,9 @@ def freeze_startup_heap() -> None:
 
 
 def make_runner(app: web.Application, settings: Settings) -> web.AppRunner:
-    """The runner every way of serving uses (CLI, workers, gunicorn)."""
-    return web.AppRunner(
+    """The runner every way of serving uses (CLI, workers, gunicorn); aiohttp's own error
+    answers (a request it cannot parse) in OpenAI's shape, see :class:`ProxyRunner`."""
+    return ProxyRunner(
         app,
         # When a client disconnects its handler is cancelled, which closes the upstream
         # response even while the proxy is waiting for the upstream's next bytes.

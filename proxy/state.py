@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy.audit import AuditContext, AuditTrail
 from proxy.auth import client_key_of
@@ -37,6 +38,7 @@ __all__ = [
     "UPSTREAM",
     "UPSTREAM_PROBE",
     "StreamSlots",
+    "body_too_large",
     "choose_policy",
     "fingerprint_for",
     "policy_for",
@@ -118,10 +120,49 @@ def choose_policy(request: web.Request, *, model: str | None) -> CompiledPolicy:
     return policy
 
 
+class _ClosingError(BadRequest):
+    """An error after which the connection is closed: what is left of the request's bytes on
+    it cannot be trusted to frame the next request."""
+
+    def response(self) -> web.Response:
+        response = super().response()
+        response.force_close()
+        return response
+
+
+class _UndecodableBody(_ClosingError):
+    code = "invalid_body"
+
+
+class _BodyTooLarge(_ClosingError):
+    status = 413
+    code = "payload_too_large"
+
+
+def body_too_large(limit: int) -> BadRequest:
+    """The 413 for a body over ``limit`` bytes, in the words of the error middleware's."""
+    return _BodyTooLarge(f"Request body is larger than the limit of {limit} bytes")
+
+
 async def read_body(request: web.Request) -> bytes:
-    # aiohttp enforces client_max_size while reading and raises 413, which the error
-    # middleware renders in OpenAI's shape.
-    return await request.read()
+    """The request's body, decoded (``Content-Encoding``) and at most ``max_body_bytes`` long.
+
+    A ``Content-Length`` over the limit is refused before a byte is read. aiohttp enforces the
+    limit while reading too (a chunked or compressed body) and raises its 413, which the error
+    middleware renders in OpenAI's shape. A body that cannot be decoded — corrupt gzip or
+    deflate, broken chunked framing — is a 400; aiohttp's message is not passed on (it may
+    quote the client's bytes)."""
+    limit = request.app[SETTINGS].max_body_bytes
+    length = request.content_length
+    if length is not None and length > limit:
+        raise body_too_large(limit)
+    try:
+        return await request.read()
+    except (web.RequestPayloadError, HttpProcessingError) as exc:
+        raise _UndecodableBody(
+            f"The request body could not be decoded ({type(exc).__name__}): check its "
+            "Content-Encoding and framing"
+        ) from None
 
 
 def tenant_of(request: web.Request) -> str:

@@ -18,18 +18,21 @@ import asyncio
 import email.utils
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
+from urllib.parse import quote
 
 import aiohttp
 from multidict import CIMultiDict
+from yarl import URL
 
 from proxy.errors import UpstreamError, UpstreamTimeout
 from proxy.metrics import Metrics
 from proxy.settings import Settings
 
-__all__ = ["Upstream", "response_headers", "retry_after_seconds"]
+__all__ = ["Upstream", "encoded_query", "response_headers", "retry_after_seconds"]
 
 _FORWARDED_REQUEST_HEADERS = frozenset(
     {
@@ -87,6 +90,20 @@ def retry_after_seconds(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+# RFC 3986 query characters besides the unreserved ones ``quote`` always keeps; ``%`` too, so
+# existing escapes pass through as they are.
+_QUERY_SAFE = "!$&'()*+,;=:@/?%"
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def encoded_query(query: str) -> str:
+    """A query string as it may go into a URL: escapes kept exactly, and everything a URL's
+    query cannot hold (``#``, spaces, quotes, non-ASCII, a ``%`` that starts no escape)
+    percent-encoded, so nothing in it can end the query or reach the request line raw."""
+    quoted = quote(query.encode("utf-8", "surrogatepass"), safe=_QUERY_SAFE)
+    return _STRAY_PERCENT.sub("%25", quoted)
 
 
 class Upstream:
@@ -163,18 +180,30 @@ class Upstream:
         body: bytes | None = None,
         query: str = "",
     ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        """Sends the request (with retries) on entering; yields the response, closed on exit."""
+        """Sends the request (with retries) on entering; yields the response, closed on exit.
+
+        ``query`` is the client's query string as it came on the wire, still percent-encoded
+        (``request.rel_url.raw_query_string``): it is forwarded byte for byte, so ``%23`` stays
+        a ``#`` inside a value and ``%2F`` is not turned into a ``/``. Whatever it holds, it
+        only ever becomes the query of the upstream URL, never its host or path."""
         assert self._session is not None, "Upstream.start() was not awaited"
-        url = f"{self.base_url}/{path}"
+        url: str | URL = f"{self.base_url}/{path}"
         if query:
-            url = f"{url}?{query}"
+            target = URL(url)
+            url = URL.build(
+                scheme=target.scheme,
+                authority=target.raw_authority,
+                path=target.raw_path,
+                query_string=encoded_query(query),
+                encoded=True,
+            )
         return _Exchange(self, self._session, method, url, headers, body)
 
     async def _send(
         self,
         session: aiohttp.ClientSession,
         method: str,
-        url: str,
+        url: str | URL,
         headers: dict[str, str],
         body: bytes | None,
     ) -> aiohttp.ClientResponse:
@@ -257,7 +286,7 @@ class _Exchange:
         upstream: Upstream,
         session: aiohttp.ClientSession,
         method: str,
-        url: str,
+        url: str | URL,
         headers: dict[str, str],
         body: bytes | None,
     ) -> None:

@@ -243,7 +243,11 @@ class _BadRecord(ValueError):
 
 
 def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]], bool]:
-    """The texts of one JSONL record, and whether it was a ``messages`` record."""
+    """The texts of one JSONL record, and whether it was a ``messages`` record.
+
+    What the proxy would refuse with a 400 is a bad record here too, never skipped: a role that
+    is not one of the roles' names, content that is neither a string nor a list of parts, a
+    part that is not an object or whose ``text`` is not a string."""
     if not isinstance(record, dict):
         raise _BadRecord("each line must be a JSON object")
     if isinstance(record.get("text"), str):
@@ -254,18 +258,32 @@ def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]],
         raise _BadRecord('each line needs a "text" string or a "messages" list')
     texts: list[tuple[Role | None, str]] = []
     for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+        role = message.get("role") if isinstance(message, dict) else None
+        # Only a string may be looked up: a list or an object as the role is unhashable.
+        if not isinstance(role, str) or role not in _ROLES:
             raise _BadRecord(f"messages[{i}] needs a valid role")
         content = message.get("content")
         if isinstance(content, list):
-            content = "\n".join(
-                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-            )
+            content = "\n".join(_part_texts(content, f"messages[{i}].content"))
         if not isinstance(content, str):
             raise _BadRecord(f"messages[{i}].content must be a string or a list of parts")
         _valid_unicode(content)
-        texts.append((_ROLES[message["role"]], content))
+        texts.append((_ROLES[role], content))
     return texts, True
+
+
+def _part_texts(parts: list[Any], where: str) -> Iterator[str]:
+    """The text of each content part that has some (images and the like have none)."""
+    for j, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise _BadRecord(f"{where}[{j}] must be an object")
+        kind = part.get("type")
+        for key in ("text", "refusal"):
+            if key in part or kind == key:
+                value = part.get(key)
+                if not isinstance(value, str):
+                    raise _BadRecord(f"{where}[{j}].{key} must be a string")
+                yield value
 
 
 def _valid_unicode(text: str) -> None:
@@ -322,17 +340,31 @@ def _lines(stream: Iterable[str | bytes]) -> Iterator[tuple[int, str | bytes]]:
             yield number, line
 
 
+def _json_line(value: Any) -> str:
+    """One output line. Non-ASCII text is written as it is, unless the value holds a lone
+    surrogate (say an ``id`` of ``"\\ud800"``), which no UTF-8 stream can write: that line is
+    written with ``\\u`` escapes, the surrogate as the escape it came in as."""
+    line = json.dumps(value, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(value)
+    return line + "\n"
+
+
 def scan_lines(
     policy: CompiledPolicy,
     stage: Stage,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     out: TextIO,
     *,
     explain: bool = False,
     remote: BlockingRemote | None = None,
 ) -> int:
-    """JSON Lines in, one verdict line out per input line; exit 1 if any line was unreadable.
+    """JSON Lines in, one line out per input line; exit 1 if any line was bad, else 0.
 
+    A line that is not a JSON object of the documented shape gets an error line,
+    ``{"id": ..., "line": N, "error": "..."}``, and the scan goes on with the next line.
     Without ``remote``, remote shields are not called (each result lists them as skipped)."""
     errors = 0
     for number, line in _lines(lines):
@@ -340,17 +372,22 @@ def scan_lines(
         try:
             record = json.loads(line)
             texts, is_messages = _texts_of(record, stage)
-        except (ValueError, RecursionError) as exc:
+            evaluation = evaluate(policy, stage, texts, remote=remote)
+            result = _scan_result(record, evaluation, is_messages, explain)
+        except Exception as exc:
             errors += 1
-            reason = str(exc) if isinstance(exc, _BadRecord) else f"not valid JSON: {exc}"
+            if isinstance(exc, _BadRecord):
+                reason = str(exc)
+            elif isinstance(exc, ValueError | RecursionError) and record is None:
+                reason = f"not valid JSON: {exc}"
+            else:  # a fault here, not in the line's shape: it must not end the scan either
+                reason = f"could not scan this line ({type(exc).__name__})"
             record_id = record.get("id") if isinstance(record, dict) else None
-            out.write(json.dumps({"id": record_id, "line": number, "error": reason}) + "\n")
+            out.write(_json_line({"id": record_id, "line": number, "error": reason}))
             out.flush()
             continue
-        evaluation = evaluate(policy, stage, texts, remote=remote)
-        result = _scan_result(record, evaluation, is_messages, explain)
         if evaluation.skipped:
             result["skipped"] = list(evaluation.skipped)
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        out.write(_json_line(result))
         out.flush()  # one verdict per line as it comes, also behind a pipe (`tail -f | scan`)
     return 1 if errors else 0
