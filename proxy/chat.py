@@ -14,7 +14,13 @@ from aiohttp import web
 
 from proxy import json_codec
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
-from proxy.errors import Overloaded, UpstreamError, UpstreamTimeout, json_response
+from proxy.errors import (
+    Overloaded,
+    UpstreamError,
+    UpstreamTimeout,
+    json_response,
+    start_response,
+)
 from proxy.metrics import Metrics
 from proxy.openai_texts import MalformedReply
 from proxy.refusal import (
@@ -24,7 +30,7 @@ from proxy.refusal import (
     refusal_stream,
 )
 from proxy.remote_checks import check_input_remote, check_reply_remote
-from proxy.reply_check import check_error_body, check_reply
+from proxy.reply_check import check_error_body, check_reply, reported_error
 from proxy.sse import SSEDecoder, SSEError
 from proxy.state import (
     BLOCKED_HEADER,
@@ -48,6 +54,8 @@ __all__ = ["chat_completions"]
 log = logging.getLogger("shieldgate.proxy")
 
 _READ_CHUNK = 64 * 1024
+# 2xx statuses that carry no body (RFC 9110 15.3.5, 15.3.6).
+_NO_BODY = frozenset({204, 205})
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -75,14 +83,42 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if chat.stream:
         return await _with_stream_slot(request, policy, chat, raw, redacted)
     limit = app[UPSTREAM].settings.request_timeout
-    return await _with_deadline(limit, _forward(request, policy, chat, raw, redacted))
+    if not limit:
+        return await _forward(request, policy, chat, raw, redacted)
+    try:
+        async with asyncio.timeout(limit) as timeout:
+            deadline = _Deadline(limit, timeout)
+            return await _forward(request, policy, chat, raw, redacted, deadline)
+    except TimeoutError:
+        raise UpstreamTimeout(deadline.message()) from None
+
+
+class _Deadline:
+    """A non-stream request's ``request_timeout``, which a relayed stream takes over once its
+    response has started (a 504 can no longer be sent then)."""
+
+    __slots__ = ("limit", "timeout", "until")
+
+    def __init__(self, limit: float, timeout: asyncio.Timeout) -> None:
+        self.limit = limit
+        self.timeout = timeout
+        self.until: float | None = None  # when it falls (loop time), once handed over
+
+    def hand_over(self) -> None:
+        """Stops the deadline here; the stream keeps ``until``."""
+        self.until = self.timeout.when()
+        self.timeout.reschedule(None)
+
+    def message(self) -> str:
+        return f"The request took longer than {self.limit:g} s"
 
 
 async def _with_deadline(
     limit: float, work: Coroutine[Any, Any, web.StreamResponse]
 ) -> web.StreamResponse:
     """A non-stream request has ``request_timeout`` (``limit``) in all (a stream is bounded by
-    the upstream's silences instead: ``read_timeout``)."""
+    the upstream's silences instead: ``read_timeout``). For work that answers only once it has
+    the whole reply (``/v1/responses``): a 504 past the limit."""
     if not limit:
         return await work
     try:
@@ -108,7 +144,12 @@ async def _with_stream_slot(
 
 
 async def _forward(
-    request: web.Request, policy: CompiledPolicy, chat: ChatRequest, raw: bytes, redacted: bool
+    request: web.Request,
+    policy: CompiledPolicy,
+    chat: ChatRequest,
+    raw: bytes,
+    redacted: bool,
+    deadline: _Deadline | None = None,
 ) -> web.StreamResponse:
     body = json_codec.dumps(chat.body) if redacted else raw
     app = request.app
@@ -120,12 +161,22 @@ async def _forward(
     metrics = app[METRICS]
     started = time.perf_counter()
     async with upstream.request(
-        "POST", "chat/completions", headers=headers, body=body, query=request.query_string
+        "POST",
+        "chat/completions",
+        headers=headers,
+        body=body,
+        # Still percent-encoded, as the client sent it: decoding it would change what it says.
+        query=request.rel_url.raw_query_string,
     ) as reply:
         metrics.child(metrics.upstream_ttfb, "chat").observe(time.perf_counter() - started)
         try:
-            if reply.content_type == "text/event-stream" and reply.status < 400:
-                return await _relay_stream(request, policy, chat, reply)
+            if reply.content_type == "text/event-stream" and reply.status < 300:
+                if reply.status in _NO_BODY:
+                    # A body after a status that forbids one would corrupt the connection.
+                    raise UpstreamError(
+                        f"The upstream sent a stream with HTTP {reply.status}, which has no body"
+                    )
+                return await _relay_stream(request, policy, chat, reply, deadline)
             return await _relay_json(request, policy, chat, reply, upstream, metrics)
         finally:
             metrics.child(metrics.upstream_seconds, "chat").observe(time.perf_counter() - started)
@@ -142,10 +193,11 @@ async def _refuse_input(
         completion = refusal_completion(refusal.message, model=chat.model, n=chat.n)
         return json_response(completion, headers=headers)
     context = StreamContext(model=chat.model, n=chat.n, include_usage=chat.include_usage)
+    stream = refusal_stream(refusal.message, context)  # before any byte is sent
     response = web.StreamResponse(headers=headers)
     response.content_type = "text/event-stream"
-    await response.prepare(request)
-    await response.write(refusal_stream(refusal.message, context))
+    await start_response(request, response)
+    await response.write(stream)
     await response.write_eof()
     return response
 
@@ -188,6 +240,13 @@ async def _relay_json(
         completion = json_codec.loads(body)
         if not isinstance(completion, dict):
             raise MalformedReply("the reply is not a JSON object")
+        reported = reported_error(policy, completion, reply.status)
+        if reported is not None:
+            # A success status around an error: answered as the error it is, and none of
+            # the reply's other fields (which no shield read) goes with it.
+            log.warning("the upstream reported an error in an HTTP %d reply", reply.status)
+            metrics.upstream_errors.labels("bad_reply").inc()
+            return web.Response(body=reported, status=502, content_type="application/json")
         started = time.perf_counter()
         check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
         metrics.child(metrics.stage_seconds, "output").observe(time.perf_counter() - started)
@@ -226,6 +285,7 @@ async def _relay_stream(
     policy: CompiledPolicy,
     chat: ChatRequest,
     reply: aiohttp.ClientResponse,
+    deadline: _Deadline | None = None,
 ) -> web.StreamResponse:
     context = StreamContext(model=chat.model, n=chat.n, include_usage=chat.include_usage)
     guard = StreamGuard(
@@ -239,10 +299,14 @@ async def _relay_stream(
     )
     metrics = request.app[METRICS]
     response = web.StreamResponse(status=reply.status, headers=response_headers(reply.headers))
-    await response.prepare(request)
+    # A non-stream request answered with a stream: its deadline can no longer be a 504 once
+    # the response starts, so the stream keeps it and ends in an in-band error past it.
+    if deadline is not None:
+        deadline.hand_over()
+    await start_response(request, response)
     metrics.streams_in_flight.inc()
     try:
-        return await _pump(response, reply, guard, metrics)
+        return await _pump(response, reply, guard, metrics, deadline)
     finally:
         metrics.streams_in_flight.dec()
 
@@ -252,12 +316,15 @@ async def _pump(
     reply: aiohttp.ClientResponse,
     guard: StreamGuard,
     metrics: Metrics,
+    deadline: _Deadline | None = None,
 ) -> web.StreamResponse:
-    """Upstream bytes -> events -> guard -> client, one network read at a time."""
+    """Upstream bytes -> events -> guard -> client, one network read at a time; past a
+    ``deadline`` handed over (a non-stream request's), the stream ends in an error event."""
     decoder = SSEDecoder()
     held = 0  # this stream's share of the held-bytes gauge
+    limit = asyncio.timeout_at(deadline.until if deadline is not None else None)
     try:
-        async with contextlib.aclosing(upstream_reads(reply.content, guard)) as reads:
+        async with limit, contextlib.aclosing(upstream_reads(reply.content, guard)) as reads:
             async for data in reads:
                 if data is None:  # a remote shield's verdict arrived
                     await _write(response, guard.collect_checks())
@@ -273,8 +340,14 @@ async def _pump(
         metrics.upstream_errors.labels("bad_reply").inc()
         await _write(response, guard.fail("The upstream sent an oversized stream event"))
     except (TimeoutError, aiohttp.ClientError) as exc:
-        metrics.upstream_errors.labels("broken_stream").inc()
-        await _write(response, guard.fail(f"The upstream stream broke off: {type(exc).__name__}"))
+        if deadline is not None and limit.expired():
+            metrics.upstream_errors.labels("timeout").inc()
+            await _write(response, guard.fail(deadline.message()))
+        else:
+            metrics.upstream_errors.labels("broken_stream").inc()
+            await _write(
+                response, guard.fail(f"The upstream stream broke off: {type(exc).__name__}")
+            )
     except ConnectionResetError:
         # The client left; leaving the ``async with`` closes the upstream response.
         log.info("client disconnected mid-stream")

@@ -24,9 +24,30 @@ __all__ = [
     "error_body",
     "error_middleware",
     "json_response",
+    "start_response",
 ]
 
 log = logging.getLogger("shieldgate.proxy")
+
+
+# The response a handler has started sending (status and headers): past that point an error
+# can no longer become a response of its own.
+_STARTED = web.RequestKey("started_response", web.StreamResponse)
+
+
+async def start_response(request: web.Request, response: web.StreamResponse) -> None:
+    """``response.prepare(request)``, remembered: a later error aborts the connection instead
+    of writing a second response into the first one's body."""
+    request[_STARTED] = response
+    await response.prepare(request)
+
+
+def _started(request: web.Request) -> web.StreamResponse | None:
+    started = request.get(_STARTED)
+    if started is None and request.writer.output_size > 0:
+        # Bytes went out through a response prepared without start_response: the same case.
+        started = web.StreamResponse()
+    return started
 
 
 def error_body(
@@ -132,8 +153,12 @@ def error_middleware(max_body_bytes: int) -> Any:
         try:
             return await handler(request)
         except ProxyError as exc:
+            if (started := _started(request)) is not None:
+                return _abort(request, started, exc)
             return exc.response()
         except web.HTTPException as exc:
+            if (started := _started(request)) is not None:
+                return _abort(request, started, exc)
             if exc.status not in _HTTP_ERRORS:
                 raise
             kind, code, template = _HTTP_ERRORS[exc.status]
@@ -141,7 +166,9 @@ def error_middleware(max_body_bytes: int) -> Any:
                 path=request.path, method=request.method, limit=max_body_bytes
             )
             return json_response(error_body(message, type=kind, code=code), status=exc.status)
-        except Exception:
+        except Exception as exc:
+            if (started := _started(request)) is not None:
+                return _abort(request, started, exc)
             log.exception("unhandled error on %s %s", request.method, request.path)
             body = error_body(
                 "Internal error in shieldgate", type="server_error", code="internal_error"
@@ -149,3 +176,31 @@ def error_middleware(max_body_bytes: int) -> Any:
             return json_response(body, status=500)
 
     return middleware
+
+
+def _abort(request: web.Request, started: web.StreamResponse, exc: Exception) -> web.StreamResponse:
+    """An error once a response has started: a second response would be written into the
+    first one's body, so the connection is aborted instead — every client sees that as a
+    broken response (an unterminated body), never as a complete one."""
+    if isinstance(exc, ConnectionError):
+        log.info("client disconnected on %s %s", request.method, request.path)
+    elif isinstance(exc, ProxyError | web.HTTPException):
+        # The exception's type only: its message may quote upstream text.
+        log.warning(
+            "%s after the response started on %s %s: connection aborted",
+            type(exc).__name__,
+            request.method,
+            request.path,
+        )
+    else:
+        log.error(
+            "unhandled %s after the response started on %s %s: connection aborted",
+            type(exc).__name__,
+            request.method,
+            request.path,
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
+    return started  # aiohttp's write_eof on it then finds the connection closed

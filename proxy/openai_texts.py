@@ -12,12 +12,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["READERS", "TEXT_KEYS", "MalformedReply", "TextField", "reply_fields"]
+__all__ = [
+    "READERS",
+    "TEXT_KEYS",
+    "MalformedReply",
+    "TextField",
+    "choice_message",
+    "reply_fields",
+]
 
 # Keys of a message/delta whose value is text the model produced.
 TEXT_KEYS = frozenset({"content", "reasoning_content", "reasoning", "refusal"})
-# Every key whose value may hold text: TEXT_KEYS plus the tool-call shapes.
-READERS = TEXT_KEYS | {"tool_calls", "function_call"}
+# Every key whose value may hold text: TEXT_KEYS plus the tool-call shapes and audio (whose
+# ``transcript`` is the spoken reply as text).
+READERS = TEXT_KEYS | {"tool_calls", "function_call", "audio"}
+# Keys of a choice that carry text in another shape than the one read: a non-stream choice's
+# ``delta`` and a stream choice's ``message`` (the other mode's holder), and ``text`` (the
+# legacy completions field). Clients may read them, so they are refused, never skipped.
+_MISPLACED = {False: ("delta", "text"), True: ("message", "text")}
 
 
 class MalformedReply(ValueError):
@@ -51,6 +63,19 @@ def serialize_arguments(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def choice_message(choice: dict[str, Any], *, stream: bool) -> Any:
+    """A choice's ``message`` (non-stream) or ``delta`` (stream), for ``reply_fields``.
+
+    Raises MalformedReply when the choice also carries text under a key that the other mode
+    uses: the proxy reads one holder per choice, and a client may read the other.
+    """
+    for key in _MISPLACED[stream]:
+        value = choice.get(key)
+        if value is not None and value != "" and value != {}:
+            raise MalformedReply(f"a {'stream' if stream else 'reply'} choice has a `{key}`")
+    return choice.get("delta" if stream else "message")
+
+
 def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[TextField]:
     """The text fields of one choice's ``message`` (non-stream) or ``delta`` (stream)."""
     if message is None:
@@ -72,6 +97,8 @@ def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[T
                 raise MalformedReply(f"`{key}` is neither a string nor null")
         elif key == "tool_calls":
             yield from _tool_calls(value, choice_index, stream)
+        elif key == "audio":
+            yield from _transcript(value, choice_index)
         else:  # function_call
             yield from _arguments(value, (choice_index, "function_call"))
 
@@ -82,10 +109,27 @@ def _tool_calls(tool_calls: Any, choice_index: int, stream: bool) -> Iterator[Te
     for position, call in enumerate(tool_calls):
         if not isinstance(call, dict):
             raise MalformedReply("a tool call is not an object")
-        index = call.get("index", position) if stream else position
-        if not isinstance(index, int):
-            raise MalformedReply("a tool call's `index` is not an integer")
+        if stream:
+            # A streamed call continues across deltas by its index (OpenAI, vLLM, llama.cpp
+            # and Ollama always send it): without one, which call a piece continues is a
+            # guess, and text split across a wrong guess would be checked in halves.
+            index = call.get("index")
+            if type(index) is not int:
+                raise MalformedReply("a streamed tool call has no integer `index`")
+        else:
+            index = position
         yield from _arguments(call.get("function"), (choice_index, "tool_calls", index))
+
+
+def _transcript(audio: Any, choice_index: int) -> Iterator[TextField]:
+    if not isinstance(audio, dict):
+        raise MalformedReply("`audio` is not an object")
+    transcript = audio.get("transcript")
+    if isinstance(transcript, str):
+        if transcript:
+            yield TextField((choice_index, "audio"), audio, "transcript", transcript)
+    elif transcript is not None:
+        raise MalformedReply("an audio `transcript` is not a string")
 
 
 def _content_parts(parts: list[Any], choice_index: int) -> Iterator[TextField]:

@@ -13,8 +13,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
+from proxy import json_codec
 from proxy.errors import error_body
 from proxy.sse import encode_data
 
@@ -93,7 +92,9 @@ def _chunk(ctx: StreamContext, choices: list[dict[str, Any]], **extra: Any) -> b
         "choices": choices,
         **extra,
     }
-    return encode_data(orjson.dumps(payload))
+    # json_codec, not orjson: the id and model echo the client's or the upstream's strings,
+    # which may hold lone surrogates (and ``created`` an integer beyond 64 bits).
+    return encode_data(json_codec.dumps(payload))
 
 
 def refusal_stream(message: str, ctx: StreamContext) -> bytes:
@@ -127,4 +128,4 @@ def refusal_stream(message: str, ctx: StreamContext) -> bytes:
 
 def stream_error(body: dict[str, Any]) -> bytes:
     """An in-band error for a stream already under way, then the end of the stream."""
-    return encode_data(orjson.dumps(body)) + DONE
+    return encode_data(json_codec.dumps(body)) + DONE

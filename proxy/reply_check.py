@@ -12,12 +12,12 @@ from typing import Any
 
 from proxy import json_codec
 from proxy.errors import error_body
-from proxy.openai_texts import MalformedReply, reply_fields
+from proxy.openai_texts import MalformedReply, choice_message, reply_fields
 from shields.base import Action, Finding, Stage
 from shields.policy import CompiledPolicy
 from shields.scan import check_text, merge_redactions, redact
 
-__all__ = ["ReplyCheck", "check_error_body", "check_reply"]
+__all__ = ["ReplyCheck", "check_error_body", "check_reply", "reported_error"]
 
 _WITHHELD = "The upstream's error message was withheld by the output policy"
 
@@ -35,12 +35,15 @@ def check_reply(
     *,
     fingerprint: Callable[[str], str] | None = None,
 ) -> ReplyCheck:
-    """Raises MalformedReply when the completion cannot be read."""
+    """Raises MalformedReply when the completion cannot be read, or reports an error (the
+    caller answers those with ``reported_error`` first: they are not completions)."""
     shields = policy.shields(Stage.OUTPUT)
     findings: list[Finding] = []
     blocked = redacted = False
-    if not shields:
+    if not shields and not policy.output_remote:
         return ReplyCheck(findings, blocked, redacted)
+    if completion.get("error") is not None:
+        raise MalformedReply("the reply reports an error")
     choices = completion.get("choices")
     if choices is None:
         return ReplyCheck(findings, blocked, redacted)
@@ -51,7 +54,11 @@ def check_reply(
     for position, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise MalformedReply("a choice is not an object")
-        for text_field in reply_fields(choice.get("message"), position, stream=False):
+        # Read even without local shields: the shape check guards the remote shields' reading.
+        message = choice_message(choice, stream=False)
+        if not shields:
+            continue
+        for text_field in reply_fields(message, position, stream=False):
             field_findings = check_text(
                 shields, text_field.text, fail_closed=fail_closed, fingerprint=fingerprint
             )
@@ -68,6 +75,21 @@ def check_reply(
                 redacted = True
                 text_field.write(redact(text_field.text, 0, spans))
     return ReplyCheck(findings, blocked, redacted)
+
+
+def reported_error(policy: CompiledPolicy, completion: dict[str, Any], status: int) -> bytes | None:
+    """A successful (2xx) reply that reports an ``error``: the body to answer with, else None.
+
+    Such a reply is an error, not a completion: only its ``error`` is kept (checked as
+    ``check_error_body`` checks an error reply's), never the fields beside it, which no
+    shield has read.
+    """
+    error = completion.get("error")
+    if error is None:
+        return None
+    body = json_codec.dumps({"error": error})
+    checked = check_error_body(policy, body, status)
+    return body if checked is None else checked
 
 
 def check_error_body(policy: CompiledPolicy, body: bytes, status: int) -> bytes | None:

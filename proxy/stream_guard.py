@@ -30,7 +30,7 @@ from proxy import json_codec
 from proxy.errors import error_body
 from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
-from proxy.openai_texts import MalformedReply, reply_fields
+from proxy.openai_texts import MalformedReply, choice_message, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.sse import SSEDecoder, SSEEvent, encode_data
 from proxy.sse_runs import EventRun, EventTemplate, learn_template
@@ -351,12 +351,13 @@ class StreamGuard:
         if not self._observed:
             self._observed = True
             self._context.observe(chunk)
+        if chunk.get("error") is not None:
+            # An in-band error's message is upstream text the shields have not seen, and
+            # whatever comes beside it (``choices`` too) belongs to an error: the stream ends
+            # with the proxy's own error instead.
+            raise _UpstreamReported()
         choices = chunk.get("choices")
         if choices is None:
-            if chunk.get("error") is not None:
-                # An in-band error's message is upstream text the shields have not seen: the
-                # stream ends with the proxy's own error instead.
-                raise _UpstreamReported()
             return  # usage chunk, or a field we do not know: no text
         if not isinstance(choices, list):
             raise MalformedReply("`choices` is not a list")
@@ -371,6 +372,8 @@ class StreamGuard:
                 seen.add(index)
             if choice.get("finish_reason") is not None:
                 self._finished_choices.add(index)
+            if "message" in choice or "text" in choice:
+                choice_message(choice, stream=True)  # raises on text outside the delta
             delta = choice.get("delta")
             if type(delta) is not dict:
                 if delta is not None:
@@ -559,6 +562,7 @@ def _chunk_texts(chunk: Any) -> list[tuple[tuple[Any, ...], str]]:
     for choice in choices:
         if type(choice) is not dict or type(choice.get("index", 0)) is not int:
             raise MalformedReply("a choice is not an object with an integer index")
-        for text_field in reply_fields(choice.get("delta"), choice.get("index", 0), stream=True):
+        delta = choice_message(choice, stream=True)
+        for text_field in reply_fields(delta, choice.get("index", 0), stream=True):
             texts.append((text_field.channel, text_field.text))
     return texts
