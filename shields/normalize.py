@@ -15,7 +15,8 @@ That is what lets the stream guard and the whole-text check share one code path.
 The map is stored sparsely: a list of breakpoints where ``original - normalized`` changes. Plain
 ASCII prose needs almost none. ASCII is folded in C (one ``bytes.translate``) and only the few
 places that are not one-to-one (whitespace runs, controls, non-ASCII characters, found with
-``bytes.find``) cost Python work, so plain prose normalizes at hundreds of MB/s. Runs of
+``bytes.find``, or in a long text's stretches of ASCII with a vectorized search for pairs of
+spaces) cost Python work, so plain prose normalizes at hundreds of MB/s. Runs of
 non-ASCII characters that fold one character to one (quotes, lookalikes, letters of other
 scripts) are folded in place and do not interrupt the C passes over the text around them. The
 view of a long text is built as bytes, one per character (``ascii_bytes``), which a deny list
@@ -28,9 +29,12 @@ import codecs
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache, lru_cache
-from itertools import accumulate
+from itertools import count
+from operator import itemgetter, sub
+
+import ahocorasick_rs
 
 __all__ = [
     "IdentityNormalizer",
@@ -189,12 +193,25 @@ codecs.register_error(_MARK_NON_ASCII, _mark_non_ascii)
 # controls, or of non-ASCII characters.
 _BLANK_RUN = re.compile(rb"[ \x00]+")
 _HIGH_RUN = re.compile(rb"\x80+")
-_PLUS_ONE = (1).__add__
+# Two spaces: where a run of whitespace is collapsed. ``bytes.find`` and ``bytes.split`` stop
+# at every space of prose to look at the byte after it (~1.5 ms per MB); ahocorasick_rs, with a
+# single key, searches with the memchr crate's vectorized memmem, which tests both bytes at
+# many positions at once (~0.2 ms per MB, the list of matches included).
+_PAIRS = ahocorasick_rs.BytesAhoCorasick([b"  "])
+_PAIR_END = itemgetter(2)
+# Past every normalized offset (``orig_spans``: where the last segment ends).
+_NEVER = 2**63
 # ``forget_before`` leaves fewer breakpoints than this alone (memory stays bounded all the same).
 _FORGET_FROM = 64
-# Plain segments longer than this collapse their runs of two spaces with ``bytes.split`` and
-# ``bytes.join`` and compute the breakpoints in C; shorter ones, with few runs, loop over them.
+# Plain segments longer than this find their runs of two spaces with ``_PAIRS``, collapse them
+# with ``bytes.join`` and compute the breakpoints in C; shorter ones, with few runs, loop over
+# them.
 _SPLIT_FROM = 4096
+# Long segments are fed in windows of this many characters (``_feed_plain``). A window whose
+# pairs of spaces are denser than one per ``_SPARSE`` characters is split by ``bytes.split``
+# (its search costs ~1.5 ns per character, a slice per pair in Python ~0.2 µs).
+_WINDOW = 1 << 16
+_SPARSE = 128
 # Chunks up to this long (a stream's token-sized deltas) try ``str.lower`` first: for a few
 # characters it costs half of encoding, translating and decoding. Longer ones go straight to
 # ``bytes.translate``, which is faster per character and handles whitespace in the same pass.
@@ -440,6 +457,14 @@ class StreamNormalizer:
     def _feed_plain(self, folded: bytes, lo: int, hi: int, out: list[bytes]) -> None:
         """Feeds ``folded[lo:hi]``, ASCII without dropped characters: each character maps to
         itself, except that a run of spaces becomes its first one."""
+        if hi - lo > _WINDOW:
+            # Window by window, so that the pairs of spaces of one window at most are held in
+            # a list (``_PAIRS``; a text of nothing but pairs has one every three characters).
+            # A run of spaces cut in two is still collapsed: the second window's part follows
+            # a space (``_prev_space``).
+            for start in range(lo, hi, _WINDOW):
+                self._feed_plain(folded, start, min(start + _WINDOW, hi), out)
+            return
         if self._prev_space:
             while lo < hi and folded[lo] == 32:
                 lo += 1
@@ -460,20 +485,33 @@ class StreamNormalizer:
             else:
                 self._feed_runs(folded, lo, hi, out)
             return
-        # A long segment is split on pairs of spaces at once (one search, in C): a separate
-        # search for whether there is any pair would read the whole text a second time.
-        pieces = segment.split(b"  ")
-        if len(pieces) == 1:
+        # A long segment: its pairs of spaces are found in one search, which also tells
+        # whether there is any (a separate search would read the whole text a second time).
+        pairs = _PAIRS.find_matches_as_indexes(segment)
+        if not pairs:
             out.append(segment)
             self.norm_len = norm_len + hi - lo
-        elif _pairs_only(pieces):
+            return
+        pieces: list[bytes]
+        if len(pairs) > (hi - lo) // _SPARSE:
+            # Dense pairs (a table, a hostile text): C's split costs less than a slice each.
+            pieces = segment.split(b"  ")
+        else:
+            # ``segment.split(b"  ")``: both take the pairs from left to right, without overlap.
+            pieces = []
+            done = 0
+            for _, start, end in pairs:
+                pieces.append(segment[done:start])
+                done = end
+            pieces.append(segment[done:])
+        if _pairs_only(pieces):
             # Runs of exactly two spaces (paragraph breaks, "\n\n"): joined in C, and the
-            # breakpoints from the pieces' lengths, also in C. After the k-th run the original
-            # is k characters ahead of the normalized text.
-            runs = len(pieces) - 1
+            # breakpoints computed in C from where the pairs end. After the k-th pair (from 1),
+            # which ends at ``end`` in the segment, the original is k characters ahead of the
+            # normalized text, which is at ``norm_len + end - k``.
+            runs = len(pairs)
             out.append(b" ".join(pieces))
-            starts = accumulate(map(_PLUS_ONE, map(len, pieces[:-1])))
-            self._bp_norm.extend(map(norm_len.__add__, starts))
+            self._bp_norm.extend(map(sub, map(_PAIR_END, pairs), count(1 - norm_len)))
             self._bp_delta.extend(range(shift + 1, shift + runs + 1))
             self._delta = shift + runs
             self.norm_len = norm_len + hi - lo - runs
@@ -649,6 +687,60 @@ class StreamNormalizer:
             # Dropped characters right after the span: it swallows them, as in orig_end.
             end = max(end, norm_end + deltas[k])
         return start, end
+
+    def orig_spans(self, starts: Iterable[int], ends: Iterable[int]) -> tuple[list[int], list[int]]:
+        """``orig_span`` of each span ``zip(starts, ends)``: the original starts and ends.
+
+        For the spans a search reports, in the order of their ends: each one's breakpoint is
+        found from the one before (as a rule the same or the next), where ``orig_span``
+        bisects all the breakpoints twice per span (a deny list of common phrases maps
+        thousands of spans per MB). Spans in any other order are mapped all the same, with a
+        bisection where an end goes back.
+        """
+        bp_norm, deltas = self._bp_norm, self._bp_delta
+        norm_len, orig_len = self.norm_len, self.orig_len
+        last = len(bp_norm) - 1
+        out_starts: list[int] = []
+        out_ends: list[int] = []
+        # The breakpoint ``j`` of the last span's last character, which maps the normalized
+        # characters ``[low, high)`` with ``delta``; none before the first span. The first
+        # breakpoint also maps the characters before it (theirs were forgotten), as
+        # ``orig_span`` clamps its bisection.
+        j, low, high, delta = 0, _NEVER, _NEVER, 0
+        for start, end in zip(starts, ends, strict=True):
+            if not 0 <= start < end <= norm_len:
+                start, end = self.orig_span(start, end)
+                out_starts.append(start)
+                out_ends.append(end)
+                continue
+            if end > high:
+                # As a rule the next segment; else a bisection of the ones after it.
+                j += 1
+                if j < last and bp_norm[j + 1] < end:
+                    j = bisect_right(bp_norm, end - 1, j + 1) - 1
+                low = bp_norm[j]
+                high = bp_norm[j + 1] if j < last else _NEVER
+                delta = deltas[j]
+            elif end <= low:
+                # The first span, or one whose end goes back: a bisection of them all.
+                j = max(bisect_right(bp_norm, end - 1) - 1, 0)
+                low = bp_norm[j] if j else -1
+                high = bp_norm[j + 1] if j < last else _NEVER
+                delta = deltas[j]
+            if start >= low:
+                out_starts.append(start + delta)
+            else:
+                i = bisect_right(bp_norm, start, 0, j) - 1
+                out_starts.append(start + deltas[max(i, 0)])
+            if end == norm_len:
+                # Trailing dropped characters are swallowed with the span, as in ``orig_end``.
+                out_ends.append(max(end + delta, orig_len))
+            elif end == high:
+                # So are dropped characters right after it (a breakpoint at its end).
+                out_ends.append(max(end + delta, end + deltas[j + 1]))
+            else:
+                out_ends.append(end + delta)
+        return out_starts, out_ends
 
     def forget_before(self, norm_index: int) -> None:
         """Drops breakpoints that only serve normalized offsets below ``norm_index``.

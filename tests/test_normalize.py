@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from random import Random
+from unittest.mock import patch
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shields import normalize as normalize_module
 from shields.normalize import (
     IdentityNormalizer,
     StreamNormalizer,
@@ -164,6 +168,38 @@ def test_orig_span_is_orig_start_and_orig_end(text: str, cuts: list[int]) -> Non
             assert stream.orig_span(start, end) == (stream.orig_start(start), stream.orig_end(end))
 
 
+@given(texts, st.lists(st.integers(min_value=0, max_value=80), max_size=6), st.randoms())
+def test_orig_spans_is_orig_span_of_each(text: str, cuts: list[int], random: Random) -> None:
+    """``orig_spans``'s walk over the breakpoints gives ``orig_span`` of each span: in the
+    order of their ends (a search's order, the walk), in any other order (bisections), and
+    out of range."""
+    stream = StreamNormalizer()
+    for piece in chunked(text, cuts):
+        stream.feed(piece)
+    spans = [
+        (start, end) for end in range(-1, stream.norm_len + 2) for start in range(end - 9, end + 2)
+    ]
+    in_range = [(start, end) for start, end in spans if 0 <= start < end <= stream.norm_len]
+    shuffled = spans[:]
+    random.shuffle(shuffled)
+    for order in (in_range, spans, shuffled, shuffled[::-1]):
+        starts, ends = stream.orig_spans([s for s, _ in order], [e for _, e in order])
+        assert list(zip(starts, ends, strict=True)) == [stream.orig_span(*span) for span in order]
+
+
+def test_orig_spans_after_forget_before() -> None:
+    stream = StreamNormalizer()
+    text = "ß\u200b  x" * 200
+    norm = stream.feed(text)
+    reference = normalize(text)[1]
+    stream.forget_before(len(norm) - 30)
+    spans = [
+        (start, end) for end in range(len(norm) - 25, len(norm) + 1) for start in (end - 5, end - 1)
+    ]
+    starts, ends = stream.orig_spans([s for s, _ in spans], [e for _, e in spans])
+    assert list(zip(starts, ends, strict=True)) == [reference.orig_span(*span) for span in spans]
+
+
 def test_forget_before_keeps_recent_offsets_exact() -> None:
     stream = StreamNormalizer()
     text = "ß\u200b " * 200
@@ -239,6 +275,48 @@ def test_long_texts_agree_with_the_per_character_definition(parts: list[str], cu
         stream = StreamNormalizer()
         assert stream.feed(text[:cut]) + stream.feed(text[cut:]) == expected
         assert [stream.orig_start(k) for k in range(len(expected))] == sources
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["word", " ", "  ", "\n\n", "   ", "\t", "é", "\x00", "Ы", "a" * 40]),
+        min_size=1,
+        max_size=300,
+    ),
+    st.integers(min_value=0, max_value=2_000),
+    st.sampled_from([(8, 32, 1), (8, 32, 10**6), (16, 64, 16), (4, 4096, 10**6)]),
+)
+def test_long_segments_in_windows_sparse_and_dense(
+    parts: list[str], cut: int, sizes: tuple[int, int, int]
+) -> None:
+    """Long segments go window by window, each split on its pairs of spaces by slices (sparse
+    pairs) or by ``bytes.split`` (dense ones): with small sizes, so that windows, runs of
+    spaces across them and both splits show up in short texts."""
+    split_from, window, sparse = sizes
+    with (
+        patch.object(normalize_module, "_SPLIT_FROM", split_from),
+        patch.object(normalize_module, "_WINDOW", window),
+        patch.object(normalize_module, "_SPARSE", sparse),
+    ):
+        for text in ("".join(parts), "".join(p for p in parts if p not in ("   ", "\x00", "é"))):
+            expected, sources = reference(text)
+            stream = StreamNormalizer()
+            assert stream.feed(text[:cut]) + stream.feed(text[cut:]) == expected
+            assert [stream.orig_start(k) for k in range(len(expected))] == sources
+
+
+def test_a_long_text_with_sparse_pairs_across_windows() -> None:
+    """Past a window (64 KB) of prose with a paragraph break every few hundred characters,
+    a run of three spaces and one across the windows' border: the actual sizes."""
+    paragraph = "Some prose, and more of it. " * 12 + "\n\n"
+    text = paragraph * 200 + "three   spaces" + paragraph * 30
+    border = 1 << 16
+    text = text[: border - 1] + "  " + text[border - 1 :]
+    expected, sources = reference(text)
+    stream = StreamNormalizer()
+    assert stream.feed(text) == expected
+    assert [stream.orig_start(k) for k in range(len(expected))] == sources
 
 
 def test_identity_normalizer_maps_every_offset_to_itself() -> None:

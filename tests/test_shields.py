@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import FrozenInstanceError
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shields.base import Action, Verdict, verdict_of
+from shields.base import Action, Finding, Verdict, verdict_of
 from shields.builtin.denylist import DenylistShield, DenylistSpec
 from shields.builtin.regex import RegexShield, RegexSpec
 from shields.scan import TextScan, check_text, merge_redactions, redact
@@ -64,6 +65,19 @@ def test_ten_thousand_phrases_in_one_automaton() -> None:
     shield = denylist(phrases=[f"forbidden token {i:05d}" for i in range(10_000)])
     text = "prose " * 1000 + "FORBIDDEN token 09999" + " more" * 10
     assert spans(shield, text) == [("forbidden token 09999", "FORBIDDEN token 09999")]
+
+
+def test_denylist_findings_are_plain_frozen_findings() -> None:
+    """``_finding`` fills a finding in unfrozen, then makes it a ``Finding``: it must be
+    exactly what ``Shield.finding`` makes, frozen and hashable."""
+    shield = denylist(phrases=["bomb"], action="redact", placeholder="[X]")
+    found = shield._finding("nerve gas", 10, 19)
+    assert type(found) is Finding
+    assert found == shield.finding("nerve gas", 10, 19)
+    assert found.placeholder == "[X]" and found.action is Action.REDACT
+    assert {found, shield.finding("nerve gas", 10, 19)} == {found}
+    with pytest.raises(FrozenInstanceError):
+        found.start = 0  # type: ignore[misc]
 
 
 def test_regex_matches_normalized_text_case_insensitively() -> None:
@@ -406,3 +420,100 @@ def test_raw_only_scans_skip_the_normalized_view() -> None:
     # Mixed with a shield that reads the normalized view, offsets still agree.
     both = check_text([secrets, denylist(phrases=["key akia"])], text)
     assert sorted((f.start, f.end) for f in both) == [(0, 9), (5, 25)]
+
+
+# -- the regex shield's searches: google-re2's binding, its public API, any script --------------
+
+
+def test_the_google_re2_binding_is_in_use() -> None:
+    """``searcher`` calls google-re2's C++ binding when it answers as expected, else the slower
+    public API. Failing here means a google-re2 release changed it: results stay right, scans
+    get slower (see ``shields.builtin.regex.searcher``)."""
+    import shields.builtin.regex as regex_module
+
+    assert regex_module._BINDING
+
+
+def reference_findings(shield: RegexShield, text: str) -> list[tuple[str, int, int]]:
+    """google-re2's public API over the whole ``str``: offsets in characters."""
+    return [(shield.label_of(m), m.start(), m.end()) for m in shield._regex.finditer(text)]
+
+
+def chunked_findings(
+    shield: RegexShield, text: str, sizes: list[int]
+) -> list[tuple[str, int, int]]:
+    scan = TextScan([shield], holdback=shield.max_match)
+    found = []
+    pos, i = 0, 0
+    while pos < len(text):
+        size = sizes[i % len(sizes)]
+        found += scan.feed(text[pos : pos + size])
+        pos, i = pos + size, i + 1
+    return [(f.label, f.start, f.end) for f in found + scan.finish()]
+
+
+@pytest.mark.parametrize("binding", [True, False])
+def test_regex_offsets_are_characters_in_any_script(
+    binding: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shields.builtin.regex as regex_module
+
+    monkeypatch.setattr(regex_module, "_BINDING", binding)
+    shield = regex(r"é+", r"日本\w*", r"\bab\b", r"[^ ]{2,3}!", normalize=False)
+    text = "ab éé日本語 ab! x😀y ab 😀日本 x"
+    expected = reference_findings(shield, text)
+    assert [(label, text[start:end]) for label, start, end in expected] == [
+        ("pattern[2]", "ab"),
+        ("pattern[0]", "éé"),
+        ("pattern[1]", "日本"),  # RE2's \w is ASCII
+        ("pattern[2]", "ab"),
+        ("pattern[2]", "ab"),
+        ("pattern[1]", "日本"),
+    ]
+    assert [(f.label, f.start, f.end) for f in check_text([shield], text)] == expected
+    for size in (1, 2, 3, 7, len(text)):
+        assert chunked_findings(shield, text, [size]) == expected
+
+
+def test_regex_empty_matches_step_as_before_with_or_without_the_binding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pattern can match the empty string at some places only (``\\bx*`` at a word start);
+    the search then steps over one character, as google-re2's ``finditer`` does."""
+    import shields.builtin.regex as regex_module
+
+    patterns = (r"\bx*", r"é+")
+    fast = regex(*patterns, normalize=False)
+    monkeypatch.setattr(regex_module, "_BINDING", False)
+    public = regex(*patterns, normalize=False)
+    empty = [(f.start, f.end) for f in check_text([fast], "ab x😀y") if f.start == f.end]
+    assert empty == [(2, 2), (5, 5), (6, 6)]
+    for text in ("ab x😀y éé x", "xx ab", "😀 x"):
+        whole = [(f.label, f.start, f.end) for f in check_text([fast], text)]
+        assert [(f.label, f.start, f.end) for f in check_text([public], text)] == whole
+        for size in (1, 2, 5):
+            assert chunked_findings(public, text, [size]) == chunked_findings(fast, text, [size])
+
+
+def test_regex_any_byte_patterns_keep_their_character_offsets() -> None:
+    r"""RE2's ``\C`` matches one byte, so a match may end inside a character: such a text is
+    matched through the public API, as it always was."""
+    shield = regex(r"\C\C", r"x", normalize=False)
+    for text in ("aé日本x", "xx", "éé"):
+        expected = reference_findings(shield, text)
+        assert [(f.label, f.start, f.end) for f in check_text([shield], text)] == expected
+        assert chunked_findings(shield, text, [3]) == expected
+
+
+unicode_regex = regex(r"\d{2,5}", r"é[a-z]+", r"日本", r"\bab\b", normalize=False)
+
+
+@settings(max_examples=200)
+@given(
+    st.text(alphabet="12 éab日本😀.", max_size=60),
+    st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=20),
+)
+def test_chunked_regex_agrees_with_whole_text_in_any_script(text: str, sizes: list[int]) -> None:
+    whole = [(f.label, f.start, f.end) for f in check_text([unicode_regex], text)]
+    assert whole == reference_findings(unicode_regex, text)
+    assert chunked_findings(unicode_regex, text, sizes) == whole

@@ -89,6 +89,10 @@ _PREFILTER_FROM = 2048
 # it (the longest key), which costs little from a few dozen characters on; shorter chunks
 # keep pyahocorasick's iterator, which resyncs from the tail like after a prefiltered chunk.
 _BULK_FROM = 64
+# From this many matches in a chunk on, ``StreamNormalizer.orig_spans`` maps their spans in one
+# walk; fewer (a stream's chunk, as a rule) are mapped one by one, which costs less than its
+# set-up.
+_WALK_FROM = 4
 _NEVER = 2**63
 
 
@@ -103,23 +107,23 @@ _FINDING_FIELDS = (
     "monitor",
     "digest",
 )
-# ``DenylistShield._finding`` sets every field itself: a field added to Finding must be added
-# there too.
-if tuple(f.name for f in fields(Finding)) != _FINDING_FIELDS:  # pragma: no cover
-    raise ImportError("shields.base.Finding changed: update DenylistShield._finding")
+# ``DenylistShield._findings`` sets every field itself, in ``_UnfrozenFinding``'s slots: a
+# field added to Finding must be added there too.
+if (
+    tuple(f.name for f in fields(Finding)) != _FINDING_FIELDS
+    or Finding.__slots__ != _FINDING_FIELDS
+):  # pragma: no cover
+    raise ImportError("shields.base.Finding changed: update DenylistShield._findings")
 _new = object.__new__
-# The slots' descriptors, looked up by name: mypy sees only the instance attributes.
-(
-    _set_shield_id,
-    _set_shield_type,
-    _set_label,
-    _set_action,
-    _set_start,
-    _set_end,
-    _set_placeholder,
-    _set_monitor,
-    _set_digest,
-) = (vars(Finding)[name].__set__ for name in _FINDING_FIELDS)
+
+
+class _UnfrozenFinding:
+    """Finding's slots, without the frozen ``__setattr__``: ``DenylistShield._findings`` fills
+    one in with plain attribute stores, then makes it a ``Finding`` by assigning its
+    ``__class__``, which the interpreter allows only between classes of the same layout (the
+    same slots, no ``__dict__``)."""
+
+    __slots__ = _FINDING_FIELDS
 
 
 def _spaced_key(key: str) -> str:
@@ -204,21 +208,26 @@ class DenylistShield(Shield):
         return self._max_match
 
     def _finding(self, label: str, start: int, end: int) -> Finding:
-        """``self.finding(label, start, end)`` at half the cost: a deny list of common phrases
-        can report thousands of findings per MB, and a frozen dataclass's ``__init__`` goes
-        through ``object.__setattr__`` for each of its fields. Only the label and the span
-        differ between the findings of a shield; the rest is copied from ``_template``."""
+        """``self.finding(label, start, end)`` at a third of the cost: a deny list of common
+        phrases can report thousands of findings per MB, and a frozen dataclass's ``__init__``
+        goes through ``object.__setattr__`` for each of its fields (and setting them through
+        their slot descriptors, ``__set__`` calls, still costs twice this). The finding is
+        filled in as an ``_UnfrozenFinding`` with plain attribute stores, then made a
+        ``Finding``. Only the label and the span differ between the findings of a shield; the
+        rest is copied from ``_template``."""
         template = self._template
-        finding: Finding = _new(Finding)
-        _set_shield_id(finding, template.shield_id)
-        _set_shield_type(finding, template.shield_type)
-        _set_label(finding, label)
-        _set_action(finding, template.action)
-        _set_start(finding, start)
-        _set_end(finding, end)
-        _set_placeholder(finding, template.placeholder)
-        _set_monitor(finding, template.monitor)
-        _set_digest(finding, template.digest)
+        unfrozen: Any = _new(_UnfrozenFinding)
+        unfrozen.shield_id = template.shield_id
+        unfrozen.shield_type = template.shield_type
+        unfrozen.label = label
+        unfrozen.action = template.action
+        unfrozen.start = start
+        unfrozen.end = end
+        unfrozen.placeholder = template.placeholder
+        unfrozen.monitor = template.monitor
+        unfrozen.digest = template.digest
+        unfrozen.__class__ = Finding
+        finding: Finding = unfrozen
         return finding
 
     def scanner(self) -> Scanner:
@@ -349,23 +358,39 @@ class _DenylistScanner(Scanner):
             # from, rather than encoded again; a stream's chunk is small, encoded with its tail.
             haystack = chunk.normalizer.ascii_view(text) if not fresh else ascii_bytes(text)
         matches = shield._bulk.find_matches_as_indexes(haystack, overlapping=True)
-        if not matches:
-            return
         values = shield._bulk_values
-        # A list of common phrases can match thousands of times per MB: the two calls of
-        # ``_found``, without the call to it.
-        orig_span = chunk.normalizer.orig_span
-        finding = shield._finding
+        normalizer = chunk.normalizer
+        if len(matches) < _WALK_FROM:
+            # A stream's chunk: a match or two, as a rule, which ``orig_span`` maps for less
+            # than setting up a walk costs.
+            for index, low, high in matches:
+                if high <= fresh:
+                    continue
+                label, _, is_word = values[index]
+                start, end = base + low, base + high
+                if is_word:
+                    self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
+                else:
+                    findings.append(self._found(label, start, end, normalizer))
+            return
+        labels: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
         for index, low, high in matches:
             if high <= fresh:
                 continue
             label, _, is_word = values[index]
             start, end = base + low, base + high
-            if is_word:
-                self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
-            else:
-                orig_start, orig_end = orig_span(start, end)
-                findings.append(finding(label, orig_start, orig_end))
+            if is_word and not self._whole_word(text, base, start, end, label, end_of_text):
+                continue
+            labels.append(label)
+            starts.append(start)
+            ends.append(end)
+        # A list of common phrases can match thousands of times in a long text: the spans are
+        # mapped in one walk over the normalizer's breakpoints (they come in the order of their
+        # ends), not with two bisections each.
+        starts, ends = normalizer.orig_spans(starts, ends)
+        findings += map(shield._finding, labels, starts, ends)
 
     def _scan_spaced(
         self, spaced: SpacedView, view: str, normalizer: StreamNormalizer, found: list[Finding]
@@ -400,13 +425,20 @@ class _DenylistScanner(Scanner):
         findings: list[Finding],
         chunk: Chunk,
     ) -> None:
+        if self._whole_word(text, base, start, end, label, end_of_text):
+            findings.append(self._found(label, start, end, chunk.normalizer))
+
+    def _whole_word(
+        self, text: str, base: int, start: int, end: int, label: str, end_of_text: int
+    ) -> bool:
+        """Whether the word match ``[start, end)`` stands between word boundaries. One whose
+        right boundary is the next, not yet seen, character waits in ``_pending`` (False)."""
         if start > 0 and _is_word_char(text[start - 1 - base]):
-            return
+            return False
         if end >= end_of_text:
             self._pending.append((start, end, label))
-            return
-        if not _is_word_char(text[end - base]):
-            findings.append(self._found(label, start, end, chunk.normalizer))
+            return False
+        return not _is_word_char(text[end - base])
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         pending, self._pending = self._pending, []

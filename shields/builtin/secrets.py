@@ -43,7 +43,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
-from shields.builtin.regex import compile_pattern, pattern_width
+from shields.builtin.regex import Searcher, Spans, compile_pattern, pattern_width, searcher
 from shields.normalize import StreamNormalizer
 from shields.registry import register
 from shields.spec import ShieldSpecBase
@@ -463,9 +463,15 @@ class _Compiled:
     secret_group: int | None  # its secret's group, when the body has one
     placeholder: str
     not_followed_by: frozenset[int]  # bytes
-    tail: Any  # compiled RE2, or None
-    tail_end: Any
+    tail: Searcher | None  # anchored
+    tail_end: Searcher | None
     tail_reach: int  # characters from a piece's start needed to decide it (look-ahead included)
+
+
+def _anchored(pattern: str | None) -> Searcher | None:
+    if pattern is None:
+        return None
+    return searcher(compile_pattern(pattern, case_sensitive=True), anchored=True)
 
 
 def _class_bytes(char_class: str) -> frozenset[int]:
@@ -505,19 +511,19 @@ class SecretsShield(Shield):
                     not_followed_by=_class_bytes(rule.not_followed_by)
                     if rule.not_followed_by
                     else frozenset(),
-                    tail=compile_pattern(rule.tail, case_sensitive=True) if rule.tail else None,
-                    tail_end=compile_pattern(rule.tail_end, case_sensitive=True)
-                    if rule.tail_end
-                    else None,
+                    tail=_anchored(rule.tail),
+                    tail_end=_anchored(rule.tail_end),
                     tail_reach=tail_reach,
                 )
             )
             group += 1 + inner
         self._rules = compiled
-        self._regex = compile_pattern("|".join(parts), case_sensitive=True)
+        self._regex = searcher(compile_pattern("|".join(parts), case_sensitive=True))
         prefixes = [rule.prefix for rule in rules]
-        self._triggers = compile_pattern(
-            "|".join(f"(?:{p})" for p in prefixes), case_sensitive=True
+        self._triggers = searcher(
+            compile_pattern(
+                "|".join(f"(?:{p})" for p in prefixes), case_sensitive=True, capture=False
+            )
         )
         self._trigger_width = max(_width(p) for p in prefixes)
         # Every decision about a position needs at most the longest match after it plus one
@@ -526,9 +532,7 @@ class SecretsShield(Shield):
         deferring = [r for r in rules if r.defers_to_prefixes]
         others = [r.prefix for r in rules if not r.defers_to_prefixes]
         self._defer_to = (
-            compile_pattern("|".join(f"(?:{p})" for p in others), case_sensitive=True)
-            if deferring and others
-            else None
+            _anchored("|".join(f"(?:{p})" for p in others)) if deferring and others else None
         )
 
     @property
@@ -539,11 +543,11 @@ class SecretsShield(Shield):
         return _SecretsScanner(self)
 
 
-def _piece_span(match: Any) -> tuple[int, int]:
-    for group in range(1, match.re.groups + 1):
-        if match.start(group) != -1:
-            return match.span(group)  # type: ignore[no-any-return]
-    return match.span()  # type: ignore[no-any-return]
+def _piece_span(spans: Spans) -> tuple[int, int]:
+    for span in spans[1:]:
+        if span[0] != -1:
+            return span
+    return spans[0]
 
 
 class _SecretsScanner(Scanner):
@@ -551,51 +555,90 @@ class _SecretsScanner(Scanner):
 
     ``_buf`` holds the ASCII view of the text from offset ``_off``; ``_pos`` is the first
     position not yet decided; ``_tail`` is the rule whose continuation pieces are being read
-    from ``_pos`` on, if any. Nothing is done until the text reaches ``max_match`` characters
-    past ``_pos``, so a stream fed a character at a time costs an append per character.
+    from ``_pos`` on, if any. Nothing is done until the text reaches ``_need`` characters
+    past ``_pos`` (``max_match``, or the tail's reach), so a stream fed a character at a time
+    costs an append per character; and a scan that finds no trigger, the usual one, costs one
+    search of the new text (and of the few characters before it that may start a trigger).
     """
 
-    __slots__ = ("_buf", "_end", "_off", "_pending", "_pos", "_shield", "_tail")
+    __slots__ = (
+        "_buf",
+        "_end",
+        "_need",
+        "_off",
+        "_pending",
+        "_pos",
+        "_shield",
+        "_tail",
+        "_trigger_width",
+        "_triggers",
+    )
 
     def __init__(self, shield: SecretsShield) -> None:
         self._shield = shield
+        self._triggers = shield._triggers
+        self._trigger_width = shield._trigger_width
         self._buf = b""
         self._off = 0
         self._end = 0  # characters fed so far
         self._pending: list[str] = []  # fed but not yet in _buf
         self._pos = 0
         self._tail: _Compiled | None = None
+        self._need = shield._max_match  # characters past _pos that make a scan worth it
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
         if not raw:
             return []
-        self._pending.append(raw)
-        self._end += len(raw)
-        need = self._tail.tail_reach if self._tail else self._shield._max_match
-        if self._end - self._pos < need:
+        end = self._end + len(raw)
+        self._end = end
+        pending = self._pending
+        if end - self._pos < self._need:
+            pending.append(raw)
             return []  # no decision can be taken yet: the cheap path of a stream
+        if pending:
+            pending.append(raw)
+            raw = "".join(pending)
+            pending.clear()
+        buf = self._buf + raw.encode("ascii", "replace")
+        if self._tail is None:
+            # The usual scan, inlined: no trigger in the text, so every position but the last
+            # few (where a trigger may still be completed) is decided.
+            off, pos = self._off, self._pos
+            if self._triggers(buf, pos - off, len(buf))[0][0] < 0:
+                undecided = end - self._trigger_width + 1
+                if undecided > pos:
+                    self._pos = pos = undecided
+                if pos - 1 > off:  # keep the character before: `\b` looks back at it
+                    buf = buf[pos - 1 - off :]
+                    self._off = pos - 1
+                self._buf = buf
+                return []
+        self._buf = buf
         return self._scan(final=False)
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
-        return self._scan(final=True)
-
-    def _scan(self, *, final: bool) -> list[Finding]:
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
             self._buf += text.encode("ascii", "replace")
+        return self._scan(final=True)
+
+    def _scan(self, *, final: bool) -> list[Finding]:
         found = self._decide(final)
         # Keep one character before the first undecided position: `\b` looks back at it.
         keep_from = max(self._off, self._pos - 1)
         if keep_from > self._off:
             self._buf = self._buf[keep_from - self._off :]
             self._off = keep_from
+        tail = self._tail
+        self._need = tail.tail_reach if tail is not None else self._shield._max_match
         return found
 
     def _decide(self, final: bool) -> list[Finding]:
         shield = self._shield
         buf, off, end = self._buf, self._off, self._end
+        size = len(buf)
         window = shield._max_match
         found: list[Finding] = []
         while True:
@@ -604,12 +647,13 @@ class _SecretsScanner(Scanner):
             if tail is not None:
                 if not final and end - pos < tail.tail_reach:
                     break
-                piece = tail.tail_end.match(buf, pos - off) if tail.tail_end else None
-                if piece is not None:
+                piece = tail.tail_end(buf, pos - off, size) if tail.tail_end else None
+                if piece is not None and piece[0][0] != -1:
                     self._tail = None
                 else:
-                    piece = tail.tail.match(buf, pos - off)
-                    if piece is None:
+                    assert tail.tail is not None  # a rule with a tail_end has a tail
+                    piece = tail.tail(buf, pos - off, size)
+                    if piece[0][0] == -1:
                         self._tail = None
                         continue
                 start, stop = _piece_span(piece)
@@ -619,37 +663,35 @@ class _SecretsScanner(Scanner):
                 found.append(self._finding(tail, off + start, off + stop))
                 self._pos = off + stop
                 continue
-            trigger = shield._triggers.search(buf, pos - off)
-            if trigger is None:
+            trigger = shield._triggers(buf, pos - off, size)[0][0]
+            if trigger == -1:
                 # A trigger that starts in the last few characters may still be completed.
                 self._pos = end if final else max(pos, end - shield._trigger_width + 1)
                 break
-            first = off + trigger.start()
+            first = off + trigger
             if not final and end - first < window:
                 self._pos = first
                 break
-            match = shield._regex.search(buf, first - off)
-            if match is None or (not final and end - (off + match.start()) < window):
+            match = shield._regex(buf, trigger, size)
+            if match[0][0] == -1 or (not final and end - (off + match[0][0]) < window):
                 # Positions up to end - window are decided: no match starts there.
                 self._pos = end if final else max(first, end - window + 1)
                 break
             self._pos = self._take(match, found)
         return found
 
-    def _take(self, match: Any, found: list[Finding]) -> int:
+    def _take(self, match: Spans, found: list[Finding]) -> int:
         """Reports ``match`` if its rule accepts it; returns where the search resumes."""
         shield = self._shield
         off = self._off
         for rule in shield._rules:
-            if match.start(rule.group) != -1:
+            if match[rule.group][0] != -1:
                 break
         else:  # pragma: no cover - the combined pattern only matches through a rule's group
             raise AssertionError("match without a rule")
-        start: int = off + match.start()
+        start = off + match[0][0]
         secret_group = rule.secret_group if rule.secret_group is not None else rule.group
-        secret_start: int
-        secret_end: int
-        secret_start, secret_end = match.span(secret_group)
+        secret_start, secret_end = match[secret_group]
         buf = self._buf
         if (
             rule.not_followed_by
@@ -663,7 +705,7 @@ class _SecretsScanner(Scanner):
         if (
             rule.rule.defers_to_prefixes
             and shield._defer_to is not None
-            and shield._defer_to.match(secret_bytes) is not None
+            and shield._defer_to(secret_bytes, 0, len(secret_bytes))[0][0] != -1
         ):
             return start + 1
         secret = secret_bytes.decode("ascii")
@@ -673,8 +715,7 @@ class _SecretsScanner(Scanner):
         found.append(self._finding(rule, off + secret_start, off + secret_end))
         if rule.tail is not None:
             self._tail = rule
-        resume: int = off + match.end()
-        return resume
+        return off + match[0][1]
 
     def _finding(self, rule: _Compiled, start: int, end: int) -> Finding:
         shield = self._shield
