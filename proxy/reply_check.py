@@ -1,7 +1,10 @@
 """The output stage for a whole (non-stream) chat completion.
 
 Each choice's content, reasoning, refusal and tool-call arguments is checked on its own text
-before any byte of the reply is sent; redactions are written back into the JSON.
+before any byte of the reply is sent; redactions are written back into the JSON. A choice whose
+text a redaction changed also loses what repeats its text outside the text fields
+(``withhold_side_channels``): its ``logprobs``, and its ``audio.data`` when the transcript was
+redacted.
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from shields.base import Action, Finding, Stage
 from shields.policy import CompiledPolicy
 from shields.scan import check_text, merge_redactions, redact
 
-__all__ = ["ReplyCheck", "check_error_body", "check_reply", "reported_error"]
+__all__ = [
+    "ReplyCheck",
+    "check_error_body",
+    "check_reply",
+    "reported_error",
+    "withhold_side_channels",
+]
 
 _WITHHELD = "The upstream's error message was withheld by the output policy"
 
@@ -74,7 +83,28 @@ def check_reply(
             if spans and not blocked:
                 redacted = True
                 text_field.write(redact(text_field.text, 0, spans))
+                withhold_side_channels(choice, message, audio=text_field.channel[1] == "audio")
     return ReplyCheck(findings, blocked, redacted)
+
+
+def withhold_side_channels(choice: dict[str, Any], message: Any, *, audio: bool) -> bool:
+    """Drops what repeats a redacted choice's text outside its text fields; True if it did.
+
+    ``choice`` is a reply's choice or a stream event's, ``message`` its ``message`` or
+    ``delta``. Its ``logprobs`` carry the reply's tokens (``content[].token``, ``.bytes``,
+    ``top_logprobs``, ``refusal[...]``): they become null. With ``audio`` (its transcript was
+    redacted), ``audio.data``, which speaks the transcript, becomes empty.
+    """
+    changed = False
+    if choice.get("logprobs") is not None:
+        choice["logprobs"] = None
+        changed = True
+    if audio and type(message) is dict:
+        sound = message.get("audio")
+        if type(sound) is dict and sound.get("data") not in (None, ""):
+            sound["data"] = ""
+            changed = True
+    return changed
 
 
 def reported_error(policy: CompiledPolicy, completion: dict[str, Any], status: int) -> bytes | None:

@@ -29,7 +29,7 @@ from aiohttp import web
 from proxy import json_codec
 from proxy.chat import _read_all, _with_deadline
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
-from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response
+from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response, start_response
 from proxy.refusal import StreamContext, content_filter_error
 from proxy.remote_checks import check_input_remote
 from proxy.reply_check import check_error_body
@@ -215,7 +215,7 @@ async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamRespon
         return json_response(turn.translator.final, headers=headers)
     response = web.StreamResponse(headers=headers)
     response.content_type = "text/event-stream"
-    await response.prepare(turn.request)
+    await start_response(turn.request, response)
     await response.write(encode_events(events))
     await response.write_eof()
     return response
@@ -277,7 +277,9 @@ async def _stream(
 ) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
     response.content_type = "text/event-stream"
-    await response.prepare(turn.request)
+    # Remembered as started: an error from here on aborts the connection rather than writing
+    # a second response into this one's body.
+    await start_response(turn.request, response)
 
     async def emit(events: list[Event]) -> bool:
         if not events:

@@ -123,6 +123,10 @@ class EventTemplate:
     channel: ChannelKey
     prefix: bytes
     suffix: bytes
+    # The choices whose events carry ``logprobs`` or ``audio`` beside their text, which the
+    # guard withholds once a redaction touched the choice. Every event of a run has the same:
+    # they differ only in the string body, which cannot change the JSON's structure.
+    side_choices: tuple[int, ...] = ()
 
     @property
     def head(self) -> bytes:
@@ -205,12 +209,19 @@ def _decode_run(literals: bytes, count: int) -> str | None:
 
 
 def learn_template(
-    raw: bytes, data: bytes, channel: ChannelKey, text: str, read: ChunkReader
+    raw: bytes,
+    data: bytes,
+    channel: ChannelKey,
+    text: str,
+    read: ChunkReader,
+    *,
+    side_choices: tuple[int, ...] = (),
 ) -> EventTemplate | None:
     """The shape of an event whose one text is ``text`` on ``channel``, if it has a usable one.
 
     ``read`` is the guard's own reader: the shape is kept only if it finds the probe text, and
-    nothing else, in the place this function picked.
+    nothing else, in the place this function picked. ``side_choices``: as the event's
+    (``EventTemplate.side_choices``).
     """
     if raw != _DATA + data + _END or any(byte in data for byte in (b"\n", b"\r", _SEP)):
         return None
@@ -228,5 +239,5 @@ def learn_template(
         except Exception:  # any failure to read the probe: no template
             continue
         if found == [(channel, _PROBE)]:
-            return EventTemplate(channel, prefix, suffix)
+            return EventTemplate(channel, prefix, suffix, side_choices)
     return None

@@ -7,6 +7,13 @@ leaves once every channel it touches is *safe* past the text it carries — scan
 ``holdback_chars`` further — and events leave strictly in order. A block discards the queue and
 ends the stream with the refusal; a redaction rewrites queued events before they leave.
 
+Side channels: a choice's ``logprobs`` repeat its tokens, and ``audio.data`` speaks its
+transcript. Once a redaction has touched any text channel of a choice, every event of that
+choice that leaves afterwards and carries non-null ``logprobs`` leaves with them null (the event
+re-encoded), and, once the redaction was in the choice's audio transcript, with ``audio.data``
+empty. Events that left before the redaction was found carried none of its text (hold-back),
+and an honest server's logprobs carry only their own event's tokens.
+
 Scanning is batched by network read: ``feed`` only buffers an event's text, and ``flush`` —
 called by the handler after the events of one read — scans every channel that got text. A
 fast upstream packs hundreds of tiny deltas into one read, so they cost one scan; a slow one
@@ -32,6 +39,7 @@ from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
 from proxy.openai_texts import MalformedReply, choice_message, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
+from proxy.reply_check import withhold_side_channels
 from proxy.sse import SSEDecoder, SSEEvent, encode_data
 from proxy.sse_runs import EventRun, EventTemplate, learn_template
 from proxy.stream_checks import RemoteContext, RemoteStreamChecks
@@ -72,6 +80,8 @@ class _Channel:
     received: int = 0  # characters fed so far
     safe_end: int = 0  # no later finding can touch a character before this offset
     pending: list[str] = field(default_factory=list)  # fed, not yet scanned
+    choice: int = 0  # the choice index the channel belongs to
+    audio: bool = False  # the channel is the choice's audio transcript
     redactions: list[Finding] = field(default_factory=list)
     spans: list[RedactionSpan] = field(default_factory=list)
     # Remote shields only: the whole text so far, and how far the holding ones have passed it.
@@ -93,6 +103,9 @@ class _Queued:
     data: bytes | None = None
     segments: list[tuple[_Channel, int, int]] = field(default_factory=list)
     run: EventRun | None = None  # a run of look-alike events, released in parts
+    # The choices whose ``logprobs`` or ``audio`` the event carries: withheld once a
+    # redaction touched the choice (``_render``).
+    side: tuple[int, ...] = ()
 
 
 FindingSink = Callable[[Finding], None]
@@ -142,6 +155,9 @@ class StreamGuard:
         self._on_finding = on_finding
         self._fingerprint = fingerprint
         self._finished_choices: set[int] = set()
+        # Choices a redaction touched (any channel), and those whose audio transcript it did.
+        self._redacted_choices: set[int] = set()
+        self._muted_audio: set[int] = set()
         self._observed = False
         self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
         self._template: EventTemplate | None = None
@@ -202,14 +218,16 @@ class StreamGuard:
             except _UpstreamReported:
                 return self._release() + self.fail("The upstream reported an error mid-stream")
             if len(item.segments) == 1 and self._templates_left:
-                self._check_template(event.raw, data, *item.segments[0])
+                self._check_template(event.raw, data, item.side, *item.segments[0])
         if self.blocked:
             return self._refusal()
         if not self._holding:
             return event.raw
         queue = self._queue
         if not queue and not item.segments:
-            return event.raw  # nothing ahead of it and no text of its own: nothing to hold
+            # Nothing ahead of it and no text of its own: nothing to hold, but its logprobs
+            # or audio may belong to a redacted choice.
+            return bytes(self._render(item)) if item.side else event.raw
         queue.append(item)
         self._held_bytes += len(item.raw)
         if self._held_bytes > self._max_held_bytes:
@@ -219,13 +237,15 @@ class StreamGuard:
     def _feed_run(self, run: EventRun) -> bytes | memoryview:
         if not self._scanning:
             return run.raw
-        item = _Queued(run.raw, run=run)
+        item = _Queued(run.raw, run=run, side=run.template.side_choices)
         if run.text:
             self._feed_text(run.template.channel, run.text, item)
         if self.blocked:
             return self._refusal()
-        if not self._holding or (not self._queue and not item.segments):
+        if not self._holding:
             return run.raw
+        if not self._queue and not item.segments:
+            return self._render(item) if item.side else run.raw
         self._queue.append(item)
         self._held_bytes += len(run.raw)
         if self._held_bytes > self._max_held_bytes:
@@ -245,7 +265,13 @@ class StreamGuard:
             self._template = learn_template(raw, data, channel, text, _chunk_texts)
 
     def _check_template(
-        self, raw: bytes, data: bytes, channel: _Channel, start: int, end: int
+        self,
+        raw: bytes,
+        data: bytes,
+        side: tuple[int, ...],
+        channel: _Channel,
+        start: int,
+        end: int,
     ) -> None:
         """Learns the shape of a one-text event, or forgets a learned shape it does not fit."""
         template = self._template
@@ -258,7 +284,9 @@ class StreamGuard:
             return  # its text was scanned already (an enormous read): try another event
         self._templates_left -= 1
         key = next(key for key, known in self._channels.items() if known is channel)
-        self._template = learn_template(raw, data, key, pending[-1], _chunk_texts)
+        self._template = learn_template(
+            raw, data, key, pending[-1], _chunk_texts, side_choices=side
+        )
 
     def feed_read(self, decoder: SSEDecoder, data: bytes) -> bytes | memoryview:
         """One network read: framed by ``decoder`` (in runs once the events' shape is known),
@@ -375,6 +403,10 @@ class StreamGuard:
             if "message" in choice or "text" in choice:
                 choice_message(choice, stream=True)  # raises on text outside the delta
             delta = choice.get("delta")
+            if choice.get("logprobs") is not None or (
+                type(delta) is dict and delta.get("audio") is not None
+            ):
+                item.side += (index,)
             if type(delta) is not dict:
                 if delta is not None:
                     raise MalformedReply("a choice's delta is not an object")
@@ -412,7 +444,7 @@ class StreamGuard:
             fail_closed=self._policy.spec.on_error == "block",
             fingerprint=self._fingerprint,
         )
-        channel = self._channels[key] = _Channel(scan)
+        channel = self._channels[key] = _Channel(scan, choice=key[0], audio=key[1] == "audio")
         if self._checks is not None:
             channel.texts = []
         return channel
@@ -443,6 +475,9 @@ class StreamGuard:
             else:
                 channel.redactions.append(finding)
                 channel.spans = merge_redactions(channel.redactions)
+                self._redacted_choices.add(channel.choice)
+                if channel.audio:
+                    self._muted_audio.add(channel.choice)
 
     def _release(self) -> bytes:
         out: list[bytes | memoryview] = []
@@ -478,38 +513,64 @@ class StreamGuard:
         middle = start + len(front.text)
         item.raw, item.run, item.segments = rest.raw, rest, [(channel, middle, end)]
         self._held_bytes -= len(front.raw)
-        return self._render(_Queued(front.raw, None, [(channel, start, middle)], front))
+        return self._render(_Queued(front.raw, None, [(channel, start, middle)], front, item.side))
 
     def _render(self, item: _Queued) -> bytes | memoryview:
-        """The event's bytes as received, unless a redaction overlaps the text it carries."""
-        if not any(
+        """The event's bytes as received, unless a redaction overlaps the text it carries or
+        it carries the ``logprobs`` or ``audio`` of a choice a redaction touched."""
+        touched = any(
             span.start < end and span.end > start
             for channel, start, end in item.segments
             if channel.spans
             for span in channel.spans
-        ):
+        )
+        side = item.side
+        withheld = bool(side) and not self._redacted_choices.isdisjoint(side)
+        if not touched and not withheld:
             return item.raw
         if item.run is not None:
             return self._render_run(item)
         assert item.data is not None
         chunk = json_codec.loads(item.data)
-        fields = [
-            text_field
-            for choice in chunk["choices"]
-            for text_field in reply_fields(choice.get("delta"), choice.get("index", 0), stream=True)
-        ]
-        for text_field, (channel, start, _) in zip(fields, item.segments, strict=True):
-            text_field.write(redact(text_field.text, start, channel.spans))
+        choices = chunk["choices"]
+        if touched:
+            fields = [
+                text_field
+                for choice in choices
+                for text_field in reply_fields(
+                    choice.get("delta"), choice.get("index", 0), stream=True
+                )
+            ]
+            for text_field, (channel, start, _) in zip(fields, item.segments, strict=True):
+                text_field.write(redact(text_field.text, start, channel.spans))
+        changed = touched
+        if withheld:
+            redacted, muted = self._redacted_choices, self._muted_audio
+            for choice in choices:
+                index = choice.get("index", 0)
+                if index in redacted:
+                    changed |= withhold_side_channels(
+                        choice, choice.get("delta"), audio=index in muted
+                    )
+        if not changed:
+            return item.raw  # say, audio without data in a choice whose content was redacted
         return encode_data(json_codec.dumps(chunk))
 
     def _render_run(self, item: _Queued) -> bytes:
         """A run touched by a redaction: its events are rewritten one by one."""
         assert item.run is not None
-        channel, offset, _ = item.segments[0]
+        if item.segments:
+            channel: _Channel | None
+            channel, offset, _ = item.segments[0]
+        else:
+            channel, offset = None, 0  # a run of empty texts, rewritten for its logprobs
         out: list[bytes | memoryview] = []
         for raw, data, text in item.run.events():
-            segments = [(channel, offset, offset + len(text))] if text else []
-            out.append(self._render(_Queued(raw, data, segments)))
+            segments = []
+            if text:
+                assert channel is not None
+                segments.append((channel, offset, offset + len(text)))
+            out.append(self._render(_Queued(raw, data, segments, side=item.side)))
             offset += len(text)
         return b"".join(out)
 

@@ -1,7 +1,9 @@
 """The upstream client: one shared session, a header allow-list, retries before the first byte.
 
 Only headers an OpenAI-compatible server needs are forwarded: cookies, proxy headers and
-hop-by-hop headers of the client's connection never reach the upstream. Connection errors and
+hop-by-hop headers of the client's connection never reach the upstream. Of the upstream's
+response headers, hop-by-hop ones (the fixed list and whatever its ``Connection`` names) and
+framing headers are not relayed; end-to-end headers are. Connection errors and
 429/502/503/504 answers are retried with exponential backoff and jitter, honouring
 ``Retry-After`` up to a cap — always before anything has been sent to the client, so a retry can
 never duplicate or mix output. A redirect, or an answer that is not HTTP, is an upstream error
@@ -49,13 +51,15 @@ _FORWARDED_REQUEST_HEADERS = frozenset(
 )
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _MAX_BACKOFF = 5.0  # seconds: the cap of the exponential backoff between attempts
-# Hop-by-hop headers (RFC 9110 7.6.1) and the framing headers aiohttp sets itself.
+# Hop-by-hop headers (RFC 9110 7.6.1, and the obsolete Proxy-Connection some clients and
+# proxies still honour) and the framing headers aiohttp sets itself.
 _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
     {
         "connection",
         "keep-alive",
         "proxy-authenticate",
         "proxy-authorization",
+        "proxy-connection",
         "te",
         "trailer",
         "transfer-encoding",
@@ -69,10 +73,23 @@ _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
 
 
 def response_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
-    """The upstream's response headers that may be relayed to the client."""
+    """The upstream's response headers that may be relayed to the client.
+
+    Besides the fixed hop-by-hop headers, every header the upstream's ``Connection`` header
+    names is hop-by-hop for that response (RFC 9110 7.6.1) and stays behind. ``upstream`` may
+    be a multidict: every ``Connection`` line counts.
+    """
+    items = list(upstream.items())
+    named = {
+        option.strip().lower()
+        for name, value in items
+        if name.lower() == "connection"
+        for option in value.split(",")
+    }
     headers: CIMultiDict[str] = CIMultiDict()
-    for name, value in upstream.items():
-        if name.lower() not in _NOT_RELAYED_RESPONSE_HEADERS:
+    for name, value in items:
+        lower = name.lower()
+        if lower not in _NOT_RELAYED_RESPONSE_HEADERS and lower not in named:
             headers.add(name, value)
     return headers
 
