@@ -1,12 +1,15 @@
 """Text normalization for matching, with an exact map back to the original characters.
 
 Shields match against a *normalized* view of the text — Unicode NFKC, case folding, format
-characters (zero-width joiners, bidi controls, soft hyphens...) removed, every run of whitespace
-collapsed to one space, and non-ASCII lookalikes folded to their ASCII skeleton (Unicode TS #39
-confusables: Cyrillic "о" → "o", "’" → "'") — so that "B\u200bOMB", "ｂｏｍｂ" and "bоmb" are
-caught like "bomb". Spans, redactions and the stream hold-back must still be exact in the text
-the client sees, so the normalizer also records where each normalized character came from. The
-view is for matching only: the client always gets the original text.
+characters (zero-width joiners, bidi controls, soft hyphens...) and other invisible characters
+(variation selectors, the combining grapheme joiner, Hangul fillers) removed, combining marks of
+the generic blocks removed ("b\u0301omb"), every run of whitespace collapsed to one space,
+decimal digits of every script read as ASCII digits ("٤" → "4"), and non-ASCII lookalikes
+folded to their ASCII skeleton (Unicode TS #39 confusables: Cyrillic "о" → "o", "’" → "'"; and
+small capitals) — so that "B\u200bOMB", "ｂｏｍｂ", "ʙᴏᴍʙ" and "bоmb" are caught like "bomb".
+Spans, redactions and the stream hold-back must still be exact in the text the client sees, so
+the normalizer also records where each normalized character came from. The view is for
+matching only: the client always gets the original text.
 
 Normalization is defined per original character (plus the whitespace-run state), which makes it
 incremental: feeding a text in any chunking yields the same normalized text as feeding it whole.
@@ -48,6 +51,47 @@ __all__ = [
 ]
 
 _DROPPED_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
+# Invisible characters outside those categories (Unicode's Default_Ignorable_Code_Point letters
+# and marks): the combining grapheme joiner, Hangul fillers (letters that render as nothing),
+# Khmer inherent vowels, and the variation selectors (Mongolian, U+FE00-FE0F, U+E0100-E01EF).
+# "ign\u034fore" and "b\ufe0fomb" read "ignore" and "bomb" on screen.
+_IGNORABLE_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
+# Combining marks of the generic blocks (diacritics, their extensions and supplement, marks for
+# symbols, half marks): written after a letter as separate characters they decorate it without
+# changing what it reads as ("b\u0301omb", "b\u0336o\u0336m\u0336b\u0336", "zalgo" text), so
+# they are dropped. Marks of other scripts (Indic vowel signs, Hebrew points...) and letters
+# that carry their accent in one character ("é") are kept.
+_GENERIC_MARK_RANGES = (
+    (0x0300, 0x036F),
+    (0x1AB0, 0x1AFF),
+    (0x1DC0, 0x1DFF),
+    (0x20D0, 0x20FF),
+    (0xFE20, 0xFE2F),
+)
+
+
+def _dropped(char: str) -> bool:
+    """Whether ``char`` is invisible or a generic combining mark: not part of the view."""
+    category = unicodedata.category(char)
+    if category in _DROPPED_CATEGORIES:
+        # Format and control characters are invisible: zero-width (joiner) spaces, bidi
+        # overrides, soft hyphens, tag characters. Dropping them defeats "b\u200bomb".
+        return True
+    code = ord(char)
+    if any(low <= code <= high for low, high in _IGNORABLE_RANGES):
+        return True
+    return category in ("Mn", "Me") and any(
+        low <= code <= high for low, high in _GENERIC_MARK_RANGES
+    )
 
 
 # Unicode's confusables (TS #39), as shipped by confusable-homoglyphs: each character maps to
@@ -112,6 +156,11 @@ def _ascii_target(members: set[str], letters_only: bool) -> str | None:
     return words[0] if words else None
 
 
+_FANCY_LATIN = re.compile(
+    r"(?:LATIN LETTER SMALL CAPITAL|NEGATIVE (?:CIRCLED|SQUARED) LATIN CAPITAL LETTER) ([A-Z])"
+)
+
+
 @lru_cache(maxsize=65536)
 def confusable_skeleton(char: str) -> str | None:
     """The ASCII skeleton of one case-folded non-ASCII character, or None to keep it.
@@ -119,7 +168,8 @@ def confusable_skeleton(char: str) -> str | None:
     Letters fold only to ASCII letters ("а" -> "a", "ѕ" -> "s", "ı" -> "i"), punctuation and
     symbols to ASCII letters or punctuation ("∣" -> "l", "–" -> "-", "“" -> '"'). Digits of
     other scripts, combining marks and letters that only look like digits or punctuation keep
-    their identity: they carry meaning in their own scripts ("б" is not "6", "ノ" is not "/").
+    their identity here: they carry meaning in their own scripts ("б" is not "6", "ノ" is not
+    "/"; ``normalize_char`` reads a digit by its value, "٥" as "5").
 
     The skeleton is a function of the case-folded character so that matching stays case
     insensitive in every script: a lower-case letter with no ASCII lookalike of its own takes
@@ -140,7 +190,23 @@ def confusable_skeleton(char: str) -> str | None:
         upper = char.upper()
         if len(upper) == 1 and upper != char:
             target = _ascii_target(_class_of(upper), letters_only)
+    if target is None:
+        # Latin letters in disguise that neither NFKC nor the confusables table fold: small
+        # capitals ("ʙᴏᴍʙ") and negative circled or squared capitals ("🅑", "🅱"), the
+        # alphabets of "fancy text" generators.
+        named = _FANCY_LATIN.fullmatch(unicodedata.name(char, ""))
+        if named is not None:
+            target = named.group(1).lower()
     return target
+
+
+def _ascii_digit(char: str) -> str | None:
+    """The ASCII digit of a decimal digit of any script (Unicode ``Nd``), else None.
+
+    By value, not by look: "٥" (Arabic-Indic five) is "5", never the "o" it resembles.
+    """
+    value = unicodedata.decimal(char, None)
+    return None if value is None else chr(48 + value)
 
 
 @lru_cache(maxsize=65536)
@@ -148,18 +214,18 @@ def normalize_char(char: str) -> str:
     """The normalized form of one character: "" (dropped), " " (whitespace) or its folding."""
     if char.isspace():
         return " "
-    if unicodedata.category(char) in _DROPPED_CATEGORIES:
-        # Format and control characters are invisible: zero-width (joiner) spaces, bidi
-        # overrides, soft hyphens, tag characters. Dropping them defeats "b\u200bomb".
+    if _dropped(char):
         return ""
     folded = unicodedata.normalize("NFKC", char).casefold()
     if not folded.isascii():
         # NFKC already folds compatibility forms (full-width, mathematical alphanumerics,
-        # ligatures); what is left non-ASCII may be a lookalike from another script.
-        folded = "".join(confusable_skeleton(c) or c for c in folded)
+        # ligatures); what is left non-ASCII may be a digit of another script, read by its
+        # value ("٤" and "४" are "4": a card number in Arabic-Indic digits is still one), or a
+        # lookalike from another script.
+        folded = "".join(_ascii_digit(c) or confusable_skeleton(c) or c for c in folded)
     # NFKC can turn a character into spaces and letters ("\u2474" -> "(1)"); keep it as is but
     # never let it introduce control characters.
-    return "".join(c for c in folded if unicodedata.category(c) not in _DROPPED_CATEGORIES)
+    return "".join(c for c in folded if not _dropped(c))
 
 
 def _ascii_fold_table() -> bytes:

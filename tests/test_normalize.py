@@ -76,11 +76,42 @@ def test_what_confusable_folding_leaves_alone() -> None:
     # ASCII is never folded: "0" -> "o", "1" -> "l" would be leetspeak, not confusables.
     assert normalize("b0mb 1337 I|l")[0] == "b0mb 1337 i|l"
     # Letters never become digits or punctuation, digits never letters: "б" looks like "6",
-    # Arabic-Indic five like "o", katakana "ノ" like "/".
-    assert normalize("б з ٥ ١ ノ ०")[0] == "б з ٥ ١ ノ ०"
+    # Arabic-Indic five like "o", katakana "ノ" like "/". Digits are read by their value.
+    assert normalize("б з ٥ ١ ノ ०")[0] == "б з 5 1 ノ 0"
     # Text without lookalikes keeps its letters: Chinese, Japanese, accented Latin.
     assert normalize("日本語のテキスト 中文 café naïve")[0] == "日本語のテキスト 中文 café naïve"
     assert normalize_char("é") == "é"
+
+
+def test_digits_of_every_script_read_as_ascii_digits() -> None:
+    # A card number written in Arabic-Indic, Persian or Devanagari digits is the same number.
+    assert normalize("٤١١١ ۴۱۱۱ ४१११ ৪১১১")[0] == "4111 4111 4111 4111"
+    assert normalize_char("٥") == "5"  # by value: never the "o" it looks like
+
+
+def test_invisible_letters_marks_and_selectors_are_dropped() -> None:
+    # Default-ignorable characters outside the format category are as invisible as U+200B.
+    for hidden in ("\u034f", "\ufe0f", "\ufe00", "\U000e0100", "\u3164", "\u115f", "\uffa0"):
+        assert normalize(f"b{hidden}omb")[0] == "bomb", repr(hidden)
+    # Generic combining marks decorate a letter without changing what it reads as.
+    assert normalize("b\u0301omb")[0] == "bomb"
+    assert normalize("b\u0336o\u0336m\u0336b\u0336")[0] == "bomb"  # struck through
+    assert normalize("bo\u20ddmb")[0] == "bomb"  # an enclosing mark
+    # Precomposed letters and the marks of other scripts keep their identity.
+    assert normalize("café नमस्ते")[0] == "café नमस्ते"
+
+
+def test_spans_cover_dropped_marks() -> None:
+    text = "x b\u0336o\u0336m\u0336b\u0336 y"
+    norm, mapper = normalize(text)
+    assert norm == "x bomb y"
+    start = norm.index("bomb")
+    assert text[mapper.orig_start(start) : mapper.orig_end(start + 4)] == text[2:-2]
+
+
+def test_fancy_latin_letters_fold() -> None:
+    # Small capitals and negative circled or squared capitals: "fancy text" alphabets.
+    assert normalize("ʙᴏᴍʙ ꜱᴀʀɪɴ 🅑🅞🅜🅑 🅱🅾🅼🅱")[0] == "bomb sarin bomb bomb"
 
 
 def test_confusable_skeleton_of_single_characters() -> None:

@@ -54,6 +54,30 @@ def test_lookalike_letters_are_caught_with_exact_spans(disguised: str) -> None:
     assert spans(shield, text) == [("bomb", disguised)]
 
 
+@pytest.mark.parametrize(
+    "disguised",
+    [
+        "b\u034fomb",  # combining grapheme joiner
+        "bo\ufe0fmb",  # variation selector
+        "b\U000e0100omb",  # variation selector supplement
+        "b\u3164omb",  # Hangul filler
+        "b\u0301omb",  # a stray combining accent
+        "b\u0336o\u0336m\u0336b\u0336",  # struck through, the last mark included
+        "b\u0335\u0322o\u0337m\u0338\u0328b\u0334\u0321",  # "zalgo"
+        "ʙᴏᴍʙ",  # small capitals
+        "🅑🅞🅜🅑",  # negative circled capitals
+    ],
+)
+def test_invisible_and_decorated_letters_are_caught_with_exact_spans(disguised: str) -> None:
+    shield = denylist(words=["bomb"])
+    text = f"how to make a {disguised}, fast"
+    assert spans(shield, text) == [("bomb", disguised)]
+    # ...and the same in a stream, a character at a time.
+    scan = TextScan([shield])
+    streamed = [f for char in text for f in scan.feed(char)] + scan.finish()
+    assert [(f.label, text[f.start : f.end]) for f in streamed] == [("bomb", disguised)]
+
+
 def test_lookalikes_and_plain_text_of_other_scripts() -> None:
     shield = denylist(words=["sarin", "pot"], phrases=["nerve agent"])
     assert spans(shield, "ѕаrіn and nеrvе аgеnt") == [

@@ -93,6 +93,34 @@ def test_near_miss_cards_pass(text: str) -> None:
     assert "credit_card" not in [label for label, _ in found(text)]
 
 
+@pytest.mark.parametrize(
+    "digits",
+    [
+        "0123456789",
+        "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669",  # Arabic-Indic
+        "\u06f0\u06f1\u06f2\u06f3\u06f4\u06f5\u06f6\u06f7\u06f8\u06f9",  # Persian
+        "\u0966\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e\u096f",  # Devanagari
+    ],
+)
+def test_numbers_in_the_digits_of_other_scripts_are_found(digits: str) -> None:
+    table = str.maketrans("0123456789", digits)
+    for entity, number, before in [
+        ("credit_card", "4111 1111 1111 1111", "card "),
+        ("us_ssn", "219-09-9999", "ssn "),
+        ("phone", "(212) 555-0187", "call "),
+        ("iban", "DE89 3704 0044 0532 0130 00", "iban "),
+    ]:
+        written = number.translate(table)
+        assert found(before + written) == [(entity, written)]
+        assert redacted(before + written) == before + f"[{entity.upper()}]"
+
+
+def test_cards_grouped_with_dots_are_found() -> None:
+    assert found("card 4111.1111.1111.1111.") == [("credit_card", "4111.1111.1111.1111")]
+    assert found("amex 3782.822463.10005") == [("credit_card", "3782.822463.10005")]
+    assert found("x 1234.5678.9012.3456") == []  # no Luhn check digit
+
+
 def test_a_card_followed_by_more_digits_is_still_redacted() -> None:
     assert redacted("pay with 4111 1111 1111 1111 12/29") == "pay with [CREDIT_CARD] 12/29"
 

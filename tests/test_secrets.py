@@ -188,6 +188,14 @@ def test_format_variants(secret: str, label: str) -> None:
     assert redacted(text) == "key=[SECRET];"
 
 
+def test_a_slack_webhook_with_json_escaped_slashes_is_redacted_whole() -> None:
+    _, url = FAKES["slack_webhook"](random.Random("escaped"))
+    escaped = url.replace("/", "\\/")  # as PHP's json_encode writes it
+    text = f'{{"webhook": "{escaped}"}}'
+    assert found(text) == [("slack_webhook", escaped)]
+    assert redacted(text) == '{"webhook": "[SECRET]"}'
+
+
 # -- what must not fire ------------------------------------------------------------------------
 
 NEAR = random.Random(99)

@@ -87,7 +87,10 @@ _V = {
     "VERB": (
         r"(?:ignore|disregard|forget(?: about)?|neglect|overlook|discard|abandon|set aside|"
         r"pay no attention to|do not follow|don't follow|stop following|no longer follow|"
-        r"never mind|nevermind)"
+        r"never mind|nevermind|"
+        # Spelled out letter by letter before the rest of the order: "I g n o r e all previous
+        # instructions".
+        r"i g n o r e|d i s r e g a r d|f o r g e t)"
     ),
     # Verbs that also edit data ("delete the previous message", "drop the previous table"):
     # they count only against the model's instructions and safety layer.
@@ -189,7 +192,7 @@ _FORGET_ALL = {
         "instructions|consignes|règles|ordres|ce qui précède|tout",
     ),
     "it": (
-        "dimentica dimenticate ignora ignorate",
+        "dimentica dimentichi dimenticate ignora ignori ignorate",
         "tutte tutto le tue sue precedenti",
         "istruzioni|regole|indicazioni|tutto",
     ),
@@ -221,12 +224,28 @@ _FORGET_ALL = {
 }
 
 
+# "Ignore" is the polite imperative in Spanish and Portuguese and the familiar one in French,
+# and an English word: it counts only with one of their fillers and a noun for instructions
+# ("ignore todas las instrucciones", "ignore toutes les règles"), never alone ("ignore TODO").
+_ROMANCE_IGNORE = (
+    r"\bignore (?:(?:todas|todos|toda|las|los|tus|sus|toutes|tous|les|tes|vos|as|os|suas|tuas|"
+    r"anteriores|précédentes) ){1,4}(?:instrucciones|indicaciones|órdenes|reglas|instructions|"
+    r"consignes|règles|ordres|instruções|instrucoes|regras)"
+)
+
+
 def _forget_all_in_other_languages() -> str:
     # RE2's word boundary is ASCII-only: only verbs that start with an ASCII letter get one.
     return "|".join(
-        ("\\b" if verbs.isascii() else "")
-        + f"(?:{'|'.join(verbs.split())}) (?:(?:{'|'.join(fillers.split())}) ){{0,4}}(?:{nouns})"
-        for verbs, fillers, nouns in _FORGET_ALL.values()
+        [
+            *(
+                ("\\b" if verbs.isascii() else "")
+                + f"(?:{'|'.join(verbs.split())}) (?:(?:{'|'.join(fillers.split())}) ){{0,4}}"
+                + f"(?:{nouns})"
+                for verbs, fillers, nouns in _FORGET_ALL.values()
+            ),
+            _ROMANCE_IGNORE,
+        ]
     )
 
 

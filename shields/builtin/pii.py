@@ -13,7 +13,8 @@ as "call" or "fax". Dates, amounts with thousands separators, number sequences a
 numbers are told apart from phone numbers and addresses.
 
 Which text: the normalized view. NFKC turns full-width and other stylistic digits ("４１１１")
-into ASCII, invisible characters ("4111\u200b1111") disappear and whitespace runs become one
+into ASCII, as the normalizer does the digits of other scripts ("٤١١١", "४१११"), invisible
+characters ("4111\u200b1111") disappear and whitespace runs become one
 space, so disguises a raw-text matcher would miss are caught; spans are mapped back to the
 original characters through the normalizer, so redaction removes the disguise too. Case folding
 costs nothing here (addresses and IBANs are case-insensitive), and confusable folding never
@@ -140,7 +141,7 @@ _LONE = re.compile(rf"[0-9]{{1,6}}(?![0-9:]|[ .\-/(){_DASHES}]{{1,3}}[0-9(])")
 _JOINERS = frozenset("-/," + _DASHES)
 _NUMBER_JOINERS = frozenset("-." + _DASHES)
 _HEX_COLON = frozenset("0123456789abcdef:.")
-_CARD_SEPS = frozenset(" -" + _DASHES)
+_CARD_SEPS = frozenset(" -." + _DASHES)  # "4111.1111.1111.1111" too
 # ``(?:...)`` pieces below are each bounded; see the module docstring on backtracking.
 _SSN = re.compile(rf"([0-9]{{3}})([ \-{_DASHES}])([0-9]{{2}})\2([0-9]{{4}})")
 _SSN_PLAIN = re.compile(r"[0-9]{9}")

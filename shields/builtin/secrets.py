@@ -318,8 +318,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "slack_webhook",
         "Slack incoming webhook URL (https://hooks.slack.com/services/T.../B.../...)",
-        r"(?:https?://)?hooks\.slack\.com/services/",
-        r"T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,32}",
+        # Slashes may come JSON-escaped ("https:\/\/hooks.slack.com\/services\/..."), as
+        # PHP's json_encode and others write them.
+        r"(?:https?:\\?/\\?/)?hooks\.slack\.com\\?/services\\?/",
+        r"T[A-Z0-9]{6,12}\\?/B[A-Z0-9]{6,12}\\?/[A-Za-z0-9]{20,32}",
         _slack_webhook,
         not_followed_by=r"A-Za-z0-9",
     ),
