@@ -52,7 +52,9 @@ _FORWARDED_REQUEST_HEADERS = frozenset(
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _MAX_BACKOFF = 5.0  # seconds: the cap of the exponential backoff between attempts
 # Hop-by-hop headers (RFC 9110 7.6.1, and the obsolete Proxy-Connection some clients and
-# proxies still honour) and the framing headers aiohttp sets itself.
+# proxies still honour), the framing headers aiohttp sets itself, and cookies: the client's
+# Cookie is never forwarded, so an upstream cookie could not come back and would only hand
+# every client the upstream's state (or, behind a browser, set cookies on the proxy's origin).
 _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
     {
         "connection",
@@ -68,6 +70,8 @@ _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
         "content-encoding",
         "date",
         "server",
+        "set-cookie",
+        "set-cookie2",
     }
 )
 
