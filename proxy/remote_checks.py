@@ -13,7 +13,7 @@ from typing import Any
 
 from proxy.chat_request import PART_SEPARATOR, ChatRequest, InputCheck, conversation_of
 from proxy.openai_texts import MalformedReply, TextField, reply_fields
-from proxy.reply_check import ReplyCheck
+from proxy.reply_check import ReplyCheck, withhold_side_channels
 from proxy.stream_checks import RemoteContext
 from shields.base import Action, Finding, Stage
 from shields.pipeline import blocks, latest_message, run_remote
@@ -77,7 +77,13 @@ async def check_reply_remote(
     if policy.enforcing and not blocked:
         for k, field in enumerate(texts):
             per_field = results[k * len(shields) : (k + 1) * len(shields)]
-            redacted |= _rewrite([field], [f for found in per_field for f in found])
+            if _rewrite([field], [f for found in per_field for f in found]):
+                redacted = True
+                # Its logprobs (and audio, for a transcript) would still say what was redacted.
+                choice = choices[field.channel[0]]
+                withhold_side_channels(
+                    choice, choice.get("message"), audio=field.channel[1] == "audio"
+                )
     return ReplyCheck(findings, blocked, redacted)
 
 

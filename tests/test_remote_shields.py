@@ -783,6 +783,39 @@ async def test_webhook_redacts_a_reply(
     assert judges.calls_to("webhook")[0].body["text"] == "internal figures: 42"
 
 
+async def test_a_reply_the_webhook_redacts_loses_its_logprobs(
+    judges, upstream, make_proxy, make_client, monkeypatch
+) -> None:
+    """The tokens in ``logprobs`` repeat the text: left in place, they would hand the client
+    what the remote shield redacted."""
+    monkeypatch.setenv("HOOK_TOKEN", "t")
+    judges.webhook = lambda body: Answer(json={"action": "redact", "text": "[withheld]"})
+    tokens = ["internal", " figures", ": 42"]
+    logprobs = {
+        "content": [
+            {"token": t, "logprob": -0.1, "bytes": list(t.encode()), "top_logprobs": []}
+            for t in tokens
+        ],
+        "refusal": None,
+    }
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": "".join(tokens)},
+        "logprobs": logprobs,
+        "finish_reason": "stop",
+    }
+    upstream.enqueue(Reply(body=json_bytes(chat_completion(choices=[choice]))))
+    proxy = await make_proxy(webhook_policy(judges, "output"))
+    reply = await make_client(proxy).chat.completions.with_raw_response.create(
+        model="m", messages=messages(), logprobs=True
+    )
+    raw = reply.http_response.content
+    assert b"figures" not in raw and b"internal" not in raw
+    completion = reply.parse()
+    assert completion.choices[0].message.content == "[withheld]"
+    assert completion.choices[0].logprobs is None
+
+
 @pytest.mark.parametrize(
     "answer",
     [
