@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict
 
 from proxy import json_codec
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
@@ -113,7 +114,7 @@ class _Deadline:
         return f"The request took longer than {self.limit:g} s"
 
 
-async def _with_deadline(
+async def with_deadline(
     limit: float, work: Coroutine[Any, Any, web.StreamResponse]
 ) -> web.StreamResponse:
     """A non-stream request has ``request_timeout`` (``limit``) in all (a stream is bounded by
@@ -202,15 +203,34 @@ async def _refuse_input(
     return response
 
 
-async def _read_all(reply: aiohttp.ClientResponse, limit: int) -> bytes:
+async def read_upstream_body(reply: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body of a non-stream upstream reply, up to ``limit`` bytes (UpstreamError past
+    it, or when the reply breaks off)."""
     parts: list[bytes] = []
     size = 0
-    async for data in reply.content.iter_chunked(_READ_CHUNK):
-        size += len(data)
-        if size > limit:
-            raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
-        parts.append(data)
+    try:
+        async for data in reply.content.iter_chunked(_READ_CHUNK):
+            size += len(data)
+            if size > limit:
+                raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
+            parts.append(data)
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
     return b"".join(parts)
+
+
+def relay_error_reply(
+    policy: CompiledPolicy, status: int, headers: CIMultiDict[str], body: bytes
+) -> web.Response:
+    """An upstream error status keeps its status and shape (the client's SDK maps them to its
+    exceptions); its message is upstream text, checked by the output shields like a reply."""
+    checked = check_error_body(policy, body, status)
+    if checked is not None:
+        headers.popall("Content-Type", None)
+        return web.Response(
+            body=checked, status=status, headers=headers, content_type="application/json"
+        )
+    return web.Response(body=body, status=status, headers=headers)
 
 
 async def _relay_json(
@@ -221,21 +241,10 @@ async def _relay_json(
     upstream: Upstream,
     metrics: Metrics,
 ) -> web.StreamResponse:
-    try:
-        body = await _read_all(reply, upstream.settings.max_upstream_body_bytes)
-    except (TimeoutError, aiohttp.ClientError) as exc:
-        raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
+    body = await read_upstream_body(reply, upstream.settings.max_upstream_body_bytes)
     headers = response_headers(reply.headers)
     if reply.status >= 300:
-        # Errors keep their status and shape (the client's SDK maps them to its exceptions);
-        # their message is upstream text and is checked like a reply.
-        checked = check_error_body(policy, body, reply.status)
-        if checked is not None:
-            headers.popall("Content-Type", None)
-            return web.Response(
-                body=checked, status=reply.status, headers=headers, content_type="application/json"
-            )
-        return web.Response(body=body, status=reply.status, headers=headers)
+        return relay_error_reply(policy, reply.status, headers, body)
     try:
         completion = json_codec.loads(body)
         if not isinstance(completion, dict):

@@ -27,12 +27,11 @@ import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
-from proxy.chat import _read_all, _with_deadline
+from proxy.chat import read_upstream_body, relay_error_reply, with_deadline
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response, start_response
 from proxy.refusal import StreamContext, content_filter_error
 from proxy.remote_checks import check_input_remote
-from proxy.reply_check import check_error_body
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
     ResponsesRequest,
@@ -167,7 +166,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     # A non-stream request has request_timeout in all, as on /v1/chat/completions: nothing has
     # been sent to the client before the response is complete, so running out is a 504.
     limit = request.app[UPSTREAM].settings.request_timeout
-    return await _with_deadline(limit, _forward(turn, policy, chat))
+    return await with_deadline(limit, _forward(turn, policy, chat))
 
 
 async def _forward(turn: _Turn, policy: CompiledPolicy, chat: ChatRequest) -> web.StreamResponse:
@@ -227,18 +226,8 @@ async def _relay_error(
     """An upstream error status, as ``/v1/chat/completions`` relays it: the whole body (up to
     ``max_upstream_body_bytes``), its message checked by the output shields like a reply."""
     limit = request.app[UPSTREAM].settings.max_upstream_body_bytes
-    try:
-        body = await _read_all(reply, limit)
-    except (TimeoutError, aiohttp.ClientError) as exc:
-        raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
-    headers = response_headers(reply.headers)
-    checked = check_error_body(policy, body, reply.status)
-    if checked is not None:
-        headers.popall("Content-Type", None)
-        return web.Response(
-            body=checked, status=reply.status, headers=headers, content_type="application/json"
-        )
-    return web.Response(body=body, status=reply.status, headers=headers)
+    body = await read_upstream_body(reply, limit)
+    return relay_error_reply(policy, reply.status, response_headers(reply.headers), body)
 
 
 Emit = Callable[[list[Event]], Awaitable[bool]]
