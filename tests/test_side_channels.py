@@ -30,17 +30,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict
 
-from proxy.refusal import StreamContext
 from proxy.responses_stream import ResponseTranslator
 from proxy.server import RunningServer
-from proxy.sse import SSEDecoder, SSEEvent
-from proxy.sse_runs import EventRun, EventTemplate
-from proxy.stream_guard import GuardState, StreamGuard
+from proxy.stream_guard import GuardState
 from proxy.upstream import response_headers
-from shields.policy import CompiledPolicy, parse_policy
+from shields.policy import parse_policy
 from shields.scan import check_text, merge_redactions, redact
 from tests.conftest import ProxyFactory
 from tests.fake_upstream import FakeUpstream, Reply, chat_completion, chunk, json_bytes, sse
+from tests.test_sse_runs import drive
 
 MakeClient = Callable[..., openai.AsyncOpenAI]
 
@@ -320,39 +318,6 @@ async def test_an_allowed_stream_with_logprobs_is_relayed_byte_for_byte(
 
 
 # ---- 3. the stream rule, on the per-event and the bulk path ----------------------------------
-
-
-class CountingDecoder(SSEDecoder):
-    runs = 0
-
-    def feed_runs(self, chunk: bytes, template: EventTemplate | None) -> list[SSEEvent | EventRun]:
-        events = super().feed_runs(chunk, template)
-        self.runs += sum(type(event) is EventRun for event in events)
-        return events
-
-
-def drive(
-    policy: CompiledPolicy, body: bytes, cuts: list[int], *, fast: bool
-) -> tuple[list[bytes], GuardState, int]:
-    """What the chat handler writes for each read (as ``tests/test_sse_runs.py`` drives it)."""
-    guard = StreamGuard(policy, StreamContext(model="m", n=1, include_usage=False))
-    decoder = CountingDecoder()
-    writes = []
-    bounds = [0, *sorted({cut % (len(body) + 1) for cut in cuts}), len(body)]
-    for start, end in itertools.pairwise(bounds):
-        read = body[start:end]
-        if not read:
-            continue
-        if fast:
-            writes.append(bytes(guard.feed_read(decoder, read)))
-        else:
-            events = decoder.feed(read)
-            writes.append(b"".join(guard.feed(event) for event in events) + guard.flush())
-        if guard.closed:
-            break
-    else:
-        writes.append(guard.end(truncated=bool(decoder.finish())))
-    return writes, guard.state, decoder.runs
 
 
 def honest_stream(pieces: list[str], with_logprobs: list[bool]) -> bytes:
