@@ -204,7 +204,7 @@ def memory_section(doc: dict[str, Any]) -> list[str]:
 
 def peer_section(doc: dict[str, Any]) -> list[str]:
     lines = [
-        "## 4. Peer comparison",
+        "## 5. Peer comparison",
         "",
         f"`python bench/peer_bench.py` — {provenance(doc)}; {doc.get('peer', '')}.",
         "",
@@ -385,7 +385,7 @@ def shields_section(doc: dict[str, Any]) -> list[str]:
     results = doc["results"]
     feeds = [_feed_label(m) for m in results[0]["streamed"]] if results else []
     lines = [
-        "## 5. Shields",
+        "## 4. Shields",
         "",
         f"`python bench/shield_bench.py` — {provenance(doc)}; {doc['size_mb']:.2f} MB of "
         f"shuffled benign prompts with planted PII, secrets, injections and invisible "
@@ -573,10 +573,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines += ["", *overhead_section(overhead)]
     lines += ["", *stream_section(stream), *loop_section(stream)]
     lines += ["", *memory_section(memory)]
-    if peer:
-        lines += ["", *peer_section(peer)]
     if shields:
         lines += ["", *shields_section(shields)]
+    if peer:
+        lines += ["", *peer_section(peer)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}" + (f" and {args.plot}" if plotted else ""))
