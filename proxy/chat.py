@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import aiohttp
@@ -129,19 +129,26 @@ async def with_deadline(
         raise UpstreamTimeout(f"The request took longer than {limit:g} s") from None
 
 
-async def _with_stream_slot(
-    request: web.Request, policy: CompiledPolicy, chat: ChatRequest, raw: bytes, redacted: bool
-) -> web.StreamResponse:
-    """Streams are long-lived: past ``max_concurrent_streams`` a new one is turned away at
-    once (503 + Retry-After) instead of piling up behind the others."""
+@contextlib.contextmanager
+def stream_slot(request: web.Request) -> Iterator[None]:
+    """Streams are long-lived: past ``max_concurrent_streams`` a new one (chat completions or
+    Responses) is turned away at once (503 + Retry-After) instead of piling up behind the
+    others."""
     slots = request.app[STREAM_SLOTS]
     if not slots.acquire():
         request.app[METRICS].rejected.labels("concurrency").inc()
         raise Overloaded("Too many streams in flight; retry shortly", retry_after=1)
     try:
-        return await _forward(request, policy, chat, raw, redacted)
+        yield
     finally:
         slots.release()
+
+
+async def _with_stream_slot(
+    request: web.Request, policy: CompiledPolicy, chat: ChatRequest, raw: bytes, redacted: bool
+) -> web.StreamResponse:
+    with stream_slot(request):
+        return await _forward(request, policy, chat, raw, redacted)
 
 
 async def _forward(

@@ -27,7 +27,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
-from proxy.chat import read_upstream_body, relay_error_reply, with_deadline
+from proxy.chat import read_upstream_body, relay_error_reply, stream_slot, with_deadline
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response, start_response
 from proxy.refusal import StreamContext, content_filter_error
@@ -162,7 +162,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         if outcome.blocked:
             return await _refuse_input(turn, policy)
     if parsed.stream:
-        return await _forward(turn, policy, chat)
+        with stream_slot(request):
+            return await _forward(turn, policy, chat)
     # A non-stream request has request_timeout in all, as on /v1/chat/completions: nothing has
     # been sent to the client before the response is complete, so running out is a 504.
     limit = request.app[UPSTREAM].settings.request_timeout

@@ -140,8 +140,16 @@ async def test_concurrency_limit_refuses_instead_of_queueing(
             break
         await asyncio.sleep(0.01)
     assert await one() == (503, "1")
+    # A Responses stream takes a slot from the same pool: it is no way around the limit.
+    responses_body = {"model": "m", "input": "x", "stream": True}
+    async with http.post(f"{proxy.url}/v1/responses", json=responses_body) as resp:
+        assert (resp.status, resp.headers.get("Retry-After")) == (503, "1")
     assert [r[0] for r in await asyncio.gather(*first)] == [200, 200]
     assert (await one())[0] == 200  # slots come back
+    async with http.post(f"{proxy.url}/v1/responses", json=responses_body) as resp:
+        await resp.read()
+        assert resp.status == 200
+    assert slots.in_use == 0
 
 
 def test_json_logs_carry_the_request_id_and_extra_fields() -> None:
