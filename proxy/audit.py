@@ -11,6 +11,7 @@ and a WatchedFileHandler, which reopens the file when logrotate moves it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -18,13 +19,16 @@ import logging
 import logging.handlers
 import os
 import queue
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from shields.base import Finding, Stage
 
-__all__ = ["AuditContext", "AuditTrail"]
+__all__ = ["AuditContext", "AuditTrail", "audit_log_problem"]
+
+log = logging.getLogger("shieldgate.audit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,61 @@ class AuditContext:
     tenant: str
     policy: str
     policy_hash: str
+
+
+def audit_log_problem(path: str) -> str | None:
+    """For ``shieldgate serve``: why the audit trail file cannot be opened for appending, or
+    None. Checked before the server starts, so that a missing directory or a denied
+    permission is one message and exit status 2, not a failure to listen."""
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return f"cannot open audit log {path}: {exc.strerror or type(exc).__name__}"
+    return None
+
+
+class _AuditFileHandler(logging.handlers.WatchedFileHandler):
+    """A write that fails (disk full, the file or its directory gone or made unwritable)
+    loses that record, and only that record:
+
+    - the stdlib handler reopens a moved file outside its own error handling, so a reopen
+      that failed killed the queue's thread, and every later record was queued for ever
+      (memory) and never written, even once the directory was back;
+    - logging's own ``handleError`` prints a traceback and the whole record (with
+      ``audit_include_text``, the matched text) on stderr, outside the JSON logs.
+
+    Here the failure is one log line, once, and one more when writing works again, with the
+    number of records lost in between; the file is reopened for the next record."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.lost = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lost = self.lost
+        try:
+            super().emit(record)  # reopens a moved file, writes, flushes
+        except Exception:
+            self.handleError(record)
+        if lost and self.lost == lost:  # this one was written: the failure is over
+            log.warning("audit log %s written again; %d records were lost", self.baseFilename, lost)
+            self.lost = 0
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self.lost == 0:
+            error = sys.exc_info()[1]
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            log.error(
+                "audit log %s: cannot write (%s); records are lost", self.baseFilename, reason
+            )
+        self.lost += 1
+        # Whatever the failed write left buffered would go out in front of the next record:
+        # dropped with the stream, which the next record opens anew.
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()
 
 
 class AuditTrail:
@@ -50,7 +109,7 @@ class AuditTrail:
         self.enabled = path is not None
         if path is None:
             return
-        handler = logging.handlers.WatchedFileHandler(path, encoding="utf-8")
+        handler = _AuditFileHandler(path)
         handler.setFormatter(logging.Formatter("%(message)s"))
         records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
         self._logger.addHandler(logging.handlers.QueueHandler(records))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from proxy.audit import audit_log_problem
 from proxy.keys import keys_file_problem, new_key_command
 from proxy.logs import configure_logging
 from proxy.settings import Settings, read_config_file
@@ -197,6 +198,8 @@ def _serve_command(args: argparse.Namespace) -> int:
         return _fail(f"invalid policy:\n{exc}")
     if settings.keys_file and (problem := keys_file_problem(settings.keys_file, policies)):
         return _fail(problem)  # checked here too, before any worker starts: exit status 2
+    if settings.audit_log and (problem := audit_log_problem(settings.audit_log)):
+        return _fail(problem)  # not "cannot listen": the socket is not what failed
     configure_logging(settings.log_level, json_format=settings.log_format == "json")
     if settings.workers > 1:
         from proxy.workers import serve_workers

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from yarl import URL
 
 __all__ = ["DEFAULT_UPSTREAM", "Settings", "read_config_file"]
 
@@ -94,6 +95,15 @@ class Settings(BaseModel):
     def _http_url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")) or len(value) < 10:
             raise ValueError(f"upstream must be an http:// or https:// URL, got {value!r}")
+        # Parsed here as the upstream client will parse it: a broken URL (an unclosed IPv6
+        # bracket, a port that is not a number) is a message and exit status 2, not a
+        # traceback when the server starts.
+        try:
+            host = URL(value).host
+        except ValueError as exc:
+            raise ValueError(f"upstream is not a valid URL ({exc}), got {value!r}") from None
+        if not host or any(c.isspace() or not c.isprintable() for c in value):
+            raise ValueError(f"upstream is not a valid URL, got {value!r}")
         return value.rstrip("/")
 
     @classmethod

@@ -32,6 +32,7 @@ from yarl import URL
 
 from proxy.errors import UpstreamError, UpstreamTimeout
 from proxy.metrics import Metrics
+from proxy.request_context import current_request_id
 from proxy.settings import Settings
 
 __all__ = ["Upstream", "encoded_query", "response_headers", "retry_after_seconds"]
@@ -45,7 +46,6 @@ _FORWARDED_REQUEST_HEADERS = frozenset(
         "openai-organization",
         "openai-project",
         "openai-beta",
-        "x-request-id",
         "idempotency-key",
     }
 )
@@ -175,6 +175,12 @@ class Upstream:
         if self._own_key is not None:
             # The proxy's key never goes anywhere but the upstream.
             headers["Authorization"] = self._own_key
+        # The request's id as the proxy's logs, audit records and reply carry it: the client's
+        # own when it was a plain token, else the one made for it — never a value the proxy
+        # refused (huge, odd characters) and never the second of two.
+        request_id = current_request_id.get()
+        if request_id is not None:
+            headers["X-Request-Id"] = request_id
         return headers
 
     def _backoff(self, attempt: int) -> float:
