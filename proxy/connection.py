@@ -184,14 +184,10 @@ class _Server(web.Server):
         return _RequestHandler(self, loop=self._loop, **self._kwargs)
 
 
-# What _Server and _RequestHandler read of aiohttp's internals.
-_INTERNALS = (
-    (web.Server, "__call__"),
-    (web.RequestHandler, "data_received"),
-    (web.RequestHandler, "handle_error"),
-    (web.RequestHandler, "finish_response"),
-    (web.AppRunner, "_make_server"),
-)
+# The methods of aiohttp's handler that _RequestHandler overrides: aiohttp must still call
+# them for the overrides to take effect. (``_Server`` reads ``_loop`` and ``_kwargs`` of the
+# runner's server: their absence is an AttributeError where it is built.)
+_OVERRIDDEN = ("data_received", "handle_error", "finish_response", "log_exception")
 
 
 class ProxyRunner(web.AppRunner):
@@ -208,7 +204,7 @@ class ProxyRunner(web.AppRunner):
                 loop=server._loop,
                 **server._kwargs,
             )
-            if not all(hasattr(cls, name) for cls, name in _INTERNALS):
+            if not all(hasattr(web.RequestHandler, name) for name in _OVERRIDDEN):
                 raise AttributeError("aiohttp's connection handler changed")
         except (AttributeError, TypeError) as exc:
             log.warning(

@@ -482,3 +482,17 @@ async def test_runner_falls_back_to_aiohttps_own_server_if_its_internals_change(
         assert "its own error answers" in caplog.text
     finally:
         await runner.cleanup()
+
+
+async def test_runner_falls_back_if_aiohttp_no_longer_calls_an_overridden_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from proxy import connection
+
+    monkeypatch.setattr(connection, "_OVERRIDDEN", (*connection._OVERRIDDEN, "handle_bytes"))
+    runner = connection.ProxyRunner(web.Application())
+    await runner.setup()
+    try:
+        assert type(runner.server) is web.Server
+    finally:
+        await runner.cleanup()
