@@ -111,7 +111,11 @@ class _Deadline:
         self.timeout.reschedule(None)
 
     def message(self) -> str:
-        return f"The request took longer than {self.limit:g} s"
+        return _took_too_long(self.limit)
+
+
+def _took_too_long(limit: float) -> str:
+    return f"The request took longer than {limit:g} s"
 
 
 async def with_deadline(
@@ -126,7 +130,7 @@ async def with_deadline(
         async with asyncio.timeout(limit):
             return await work
     except TimeoutError:
-        raise UpstreamTimeout(f"The request took longer than {limit:g} s") from None
+        raise UpstreamTimeout(_took_too_long(limit)) from None
 
 
 @contextlib.contextmanager
