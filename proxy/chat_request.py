@@ -56,7 +56,11 @@ class ChatRequest:
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
     try:
-        body = json_codec.loads(raw)
+        body = json_codec.loads(raw, unique_keys=True)
+    except json_codec.DuplicateKey as exc:
+        raise BadRequest(
+            f"The request body is ambiguous: {exc}, and parsers differ on which one counts"
+        ) from None
     except json_codec.InvalidJSON as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):

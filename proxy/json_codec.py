@@ -3,6 +3,10 @@
 orjson rejects a few things Python's ``json`` accepts — NaN, integers beyond 64 bits — so a
 valid body must not become an error just because of the fast path; and deep nesting must be a
 clear error, never a RecursionError that escapes as a 500.
+
+A client's request body is forwarded as it came, so it is read with ``unique_keys``: an object
+with the same key twice means whatever each parser decides (the last value here, possibly the
+first upstream), and the upstream could act on a value the shields never saw.
 """
 
 from __future__ import annotations
@@ -12,14 +16,48 @@ from typing import Any
 
 import orjson
 
-__all__ = ["InvalidJSON", "dumps", "loads"]
+__all__ = ["DuplicateKey", "InvalidJSON", "dumps", "loads"]
 
 
 class InvalidJSON(ValueError):
     """The bytes are not JSON; the message says why."""
 
 
-def loads(data: bytes) -> Any:
+class DuplicateKey(InvalidJSON):
+    """An object has the same key twice."""
+
+    def __init__(self, key: str) -> None:
+        shown = key if len(key) <= 64 else key[:64] + "..."
+        super().__init__(f"the key {shown!r} appears twice in one object")
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def loads(data: bytes, *, unique_keys: bool = False) -> Any:
+    """Decodes JSON; with ``unique_keys``, an object with a repeated key is ``DuplicateKey``.
+
+    The check needs every object's keys in order, which orjson does not give: Python's
+    ``json`` does that parse alone (~5x orjson's time: ~20 µs for a 4 KB request).
+    """
+    if unique_keys:
+        try:
+            return json.loads(data, object_pairs_hook=_unique_keys)
+        except RecursionError:
+            raise InvalidJSON("JSON nested too deeply") from None
+        except DuplicateKey:
+            raise
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidJSON(str(exc)) from None
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

@@ -17,7 +17,7 @@ __all__ = ["REQUEST_ID_HEADER", "current_request_id", "request_id_middleware", "
 
 REQUEST_ID_HEADER = "x-request-id"
 # A client's id is echoed into logs and headers: only a short, plain token is accepted.
-_VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_VALID_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _REQUEST_ID = web.RequestKey("request_id", str)
 current_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "shieldgate_request_id", default=None
@@ -34,7 +34,7 @@ def request_id_of(request: web.Request) -> str:
 async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     offered = request.headers.get(REQUEST_ID_HEADER, "")
     # 32 random hex digits, like uuid4().hex, without a UUID object: a fifth of its cost.
-    request_id = offered if _VALID_ID.match(offered) else os.urandom(16).hex()
+    request_id = offered if _VALID_ID.fullmatch(offered) else os.urandom(16).hex()
     request[_REQUEST_ID] = request_id
     token = current_request_id.set(request_id)
     try:

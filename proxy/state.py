@@ -115,7 +115,10 @@ def choose_policy(request: web.Request, *, model: str | None) -> CompiledPolicy:
     try:
         policy = policies.choose(model=model, requested=requested, key_policy=key_policy)
     except KeyError:
-        raise BadRequest(f"Unknown policy {requested!r}", param=POLICY_HEADER) from None
+        # The client's header is quoted back, cut short: an error body is no place to
+        # reflect kilobytes of whatever a client sent.
+        shown = requested if requested is None or len(requested) <= 64 else requested[:64] + "..."
+        raise BadRequest(f"Unknown policy {shown!r}", param=POLICY_HEADER) from None
     request[_REQUEST_POLICY] = policy
     return policy
 

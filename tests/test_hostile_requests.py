@@ -231,6 +231,54 @@ async def test_a_good_gzip_body_still_works(proxy_port: int, upstream: FakeUpstr
     assert upstream.requests[-1].json()["messages"][0]["content"] == "hi"
 
 
+# --- duplicate keys: one parser's reading of the body must be every parser's --------------------
+
+DUPLICATE_KEYS = {
+    # The proxy reads the last value of a repeated key; an upstream that reads the first would
+    # act on a value the shields never saw.
+    "top-level messages": (
+        b"/v1/chat/completions",
+        b'{"model":"m","messages":[{"role":"user","content":"MY SECRET PROMPT"}],'
+        b'"messages":[{"role":"user","content":"hi"}]}',
+    ),
+    "a message's content": (
+        b"/v1/chat/completions",
+        b'{"model":"m","messages":[{"role":"user","content":"MY SECRET","content":"hi"}]}',
+    ),
+    "a tool call's arguments": (
+        b"/v1/chat/completions",
+        b'{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c",'
+        b'"type":"function","function":{"name":"f","arguments":"{}","arguments":"{}"}}]}]}',
+    ),
+    "responses input": (
+        b"/v1/responses",
+        b'{"model":"m","input":"MY SECRET PROMPT","input":"hi","store":false}',
+    ),
+}
+
+
+@pytest.mark.parametrize("path,body", DUPLICATE_KEYS.values(), ids=DUPLICATE_KEYS.keys())
+async def test_a_body_with_a_repeated_key_is_refused_before_the_upstream(
+    proxy_port: int, upstream: FakeUpstream, path: bytes, body: bytes
+) -> None:
+    raw = await exchange(proxy_port, post(b"Connection: close\r\n", body, path, length=True))
+    error = assert_openai_error(raw, 400)
+    assert "appears twice in one object" in error["message"], error
+    assert upstream.requests == []
+
+
+async def test_the_same_key_in_different_objects_is_fine(
+    proxy_port: int, upstream: FakeUpstream
+) -> None:
+    body = (
+        b'{"model":"m","messages":[{"role":"system","content":"be brief"},'
+        b'{"role":"user","content":"hi"}]}'
+    )
+    raw = await exchange(proxy_port, post(b"Connection: close\r\n", body, length=True))
+    assert first_response(raw)[0] == 200, raw
+    assert upstream.requests[-1].body == body  # forwarded as it came
+
+
 # --- Expect and Content-Length over the limit ---------------------------------------------------
 
 

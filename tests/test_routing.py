@@ -133,6 +133,11 @@ async def test_header_routing_when_allowed(
     assert (status, policy) == (200, "strict")
     status, _, reply = await post(http, proxy.url, "llama-3", **{"x-shieldgate-policy": "nope"})
     assert status == 400 and "Unknown policy 'nope'" in reply
+    # A long unknown name is quoted back cut short, not reflected whole.
+    long_name = "n" * 5000
+    status, _, reply = await post(http, proxy.url, "llama-3", **{"x-shieldgate-policy": long_name})
+    assert status == 400 and "Unknown policy 'nnnn" in reply
+    assert long_name[:65] not in reply and len(reply) < 1000
 
 
 async def test_a_directory_reloads_as_a_whole(
