@@ -8,14 +8,16 @@ than forwarded unchecked.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proxy import json_codec
 from proxy.errors import BadRequest
 from proxy.openai_texts import TextField, serialize_arguments
-from shields.base import Action, Finding, Role, Stage
+from shields.base import Action, Finding, Role, Shield, Stage
+from shields.json_escapes import JsonEscapedScan
 from shields.policy import CompiledPolicy
 from shields.scan import TextScan, check_request, merge_redactions, redact
 
@@ -32,6 +34,8 @@ _ROLES = {role.value: role for role in Role}
 # Content part types that carry no text a shield could read (images, audio, files).
 _OPAQUE_PART_TYPES = frozenset({"image_url", "input_audio", "file", "input_image", "audio"})
 # Joins the text parts of one message, so a phrase split over two parts is still one phrase.
+# Chat templates differ: some join parts with a line break, some with nothing ("bo" + "mb"), so
+# a message of several parts is also scanned joined as it is, for what crosses a part's end.
 PART_SEPARATOR = "\n"
 
 
@@ -42,6 +46,8 @@ class MessageText:
     role: Role
     message_index: int
     fields: list[TextField] = field(default_factory=list)
+    # The text is JSON (a tool call's arguments): the shields read what its escapes stand for.
+    json_text: bool = False
 
 
 @dataclass(slots=True)
@@ -156,7 +162,7 @@ def _parts(parts: list[Any], where: str, content: MessageText) -> None:
 def _arguments(
     call: Any, where: str, role: Role, index: int, channel: tuple[Any, ...]
 ) -> MessageText:
-    text = MessageText(role, index)
+    text = MessageText(role, index, json_text=True)
     function = call.get("function", call) if isinstance(call, dict) else None
     if not isinstance(function, dict):
         raise BadRequest(f"{where} must be an object", param=where)
@@ -197,19 +203,12 @@ def check_input(
     for message in request.texts:
         if not message.fields:
             continue
-        scan = TextScan(
-            shields, fail_closed=fail_closed, role=message.role, fingerprint=fingerprint
-        )
-        if not scan.active:
+        scanned = _scan_message(shields, message, PART_SEPARATOR, fail_closed, fingerprint)
+        if scanned is None:
             continue
-        offsets = []
-        message_findings: list[Finding] = []
-        for k, text_field in enumerate(message.fields):
-            if k:
-                message_findings += scan.feed(PART_SEPARATOR)
-            offsets.append(scan.received)
-            message_findings += scan.feed(text_field.text)
-        message_findings += scan.finish()
+        message_findings, offsets = scanned
+        if len(message.fields) > 1:
+            message_findings += _across_parts(shields, message, fail_closed, fingerprint)
         if not message_findings:  # the usual case: nothing to enforce
             continue
         findings += message_findings
@@ -230,6 +229,59 @@ def check_input(
         if enforcing and any(f.action is Action.BLOCK and not f.monitor for f in request_findings):
             blocked = True
     return InputCheck(findings=findings, blocked=blocked, redacted=redacted)
+
+
+def _scan_message(
+    shields: Sequence[Shield],
+    message: MessageText,
+    separator: str,
+    fail_closed: bool,
+    fingerprint: Callable[[str], str] | None,
+) -> tuple[list[Finding], list[int]] | None:
+    """The findings in a message's fields joined by ``separator``, and where each field
+    starts; None when no shield applies to the message's role."""
+    text_scan = TextScan(
+        shields, fail_closed=fail_closed, role=message.role, fingerprint=fingerprint
+    )
+    if not text_scan.active:
+        return None
+    scan = JsonEscapedScan(text_scan) if message.json_text else text_scan
+    offsets = []
+    findings: list[Finding] = []
+    for k, text_field in enumerate(message.fields):
+        if k and separator:
+            findings += scan.feed(separator)
+        offsets.append(scan.received)
+        findings += scan.feed(text_field.text)
+    findings += scan.finish()
+    return findings, offsets
+
+
+def _across_parts(
+    shields: Sequence[Shield],
+    message: MessageText,
+    fail_closed: bool,
+    fingerprint: Callable[[str], str] | None,
+) -> list[Finding]:
+    """What the parts of a message hold joined without a separator and not one by one: the
+    findings that cross a part's end, in the offsets of the parts joined by PART_SEPARATOR."""
+    scanned = _scan_message(shields, message, "", fail_closed, fingerprint)
+    if scanned is None:
+        return []
+    findings, offsets = scanned
+    crossing = []
+    for finding in findings:
+        first = bisect_right(offsets, finding.start) - 1
+        last = bisect_right(offsets, max(finding.end - 1, finding.start)) - 1
+        if first != last:
+            # Field k starts k separators further on in the joined-by-separator text.
+            shift = len(PART_SEPARATOR)
+            crossing.append(
+                replace(
+                    finding, start=finding.start + first * shift, end=finding.end + last * shift
+                )
+            )
+    return crossing
 
 
 def conversation_of(request: ChatRequest) -> list[tuple[Role, str]]:

@@ -17,6 +17,7 @@ from proxy import json_codec
 from proxy.errors import error_body
 from proxy.openai_texts import MalformedReply, choice_message, reply_fields
 from shields.base import Action, Finding, Stage
+from shields.json_escapes import check_json_text
 from shields.policy import CompiledPolicy
 from shields.scan import check_text, merge_redactions, redact
 
@@ -36,6 +37,15 @@ class ReplyCheck:
     findings: list[Finding]
     blocked: bool
     redacted: bool
+
+
+# Channels whose text is JSON (a tool call's arguments): the shields read what its escapes
+# stand for, since that is what the application acts on ("\\u0062omb" is "bomb").
+JSON_TEXT_CHANNELS = frozenset({"tool_calls", "function_call"})
+
+
+def is_json_text(channel: tuple[Any, ...]) -> bool:
+    return len(channel) > 1 and channel[1] in JSON_TEXT_CHANNELS
 
 
 def check_reply(
@@ -68,7 +78,8 @@ def check_reply(
         if not shields:
             continue
         for text_field in reply_fields(message, position, stream=False):
-            field_findings = check_text(
+            check = check_json_text if is_json_text(text_field.channel) else check_text
+            field_findings = check(
                 shields, text_field.text, fail_closed=fail_closed, fingerprint=fingerprint
             )
             if not field_findings:  # the usual case: nothing to enforce

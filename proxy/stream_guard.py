@@ -39,11 +39,12 @@ from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
 from proxy.openai_texts import MalformedReply, choice_message, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
-from proxy.reply_check import withhold_side_channels
+from proxy.reply_check import is_json_text, withhold_side_channels
 from proxy.sse import SSEDecoder, SSEEvent, encode_data
 from proxy.sse_runs import EventRun, EventTemplate, learn_template
 from proxy.stream_checks import RemoteContext, RemoteStreamChecks
 from shields.base import Action, Finding
+from shields.json_escapes import JsonEscapedScan
 from shields.policy import CompiledPolicy
 from shields.scan import RedactionSpan, TextScan, merge_redactions, redact
 
@@ -76,7 +77,7 @@ class GuardState(enum.Enum):
 
 @dataclass(slots=True, eq=False)
 class _Channel:
-    scan: TextScan
+    scan: TextScan | JsonEscapedScan
     received: int = 0  # characters fed so far
     safe_end: int = 0  # no later finding can touch a character before this offset
     pending: list[str] = field(default_factory=list)  # fed, not yet scanned
@@ -438,12 +439,13 @@ class StreamGuard:
             self._scan(channel)  # one enormous read: do not buffer it all
 
     def _open_channel(self, key: tuple[Any, ...]) -> _Channel:
-        scan = TextScan(
+        text_scan = TextScan(
             self._shields,
             holdback=self._holdback,
             fail_closed=self._policy.spec.on_error == "block",
             fingerprint=self._fingerprint,
         )
+        scan = JsonEscapedScan(text_scan) if is_json_text(key) else text_scan
         channel = self._channels[key] = _Channel(scan, choice=key[0], audio=key[1] == "audio")
         if self._checks is not None:
             channel.texts = []
