@@ -257,7 +257,8 @@ async def _relay_json(
     if reply.status >= 300:
         return relay_error_reply(policy, reply.status, headers, body)
     try:
-        completion = json_codec.loads(body)
+        # A repeated key would be read one way here and maybe another by the client.
+        completion = json_codec.loads(body, unique_keys=True)
         if not isinstance(completion, dict):
             raise MalformedReply("the reply is not a JSON object")
         reported = reported_error(policy, completion, reply.status)

@@ -117,10 +117,12 @@ class ResponsesRequest:
 
 def parse_responses_request(raw: bytes) -> ResponsesRequest:
     try:
-        body = json_codec.loads(raw, unique_keys=True)
+        body = json_codec.loads(raw, unique_keys=True, allow_nan=False)
     except json_codec.DuplicateKey as exc:
+        key = exc.key if len(exc.key) <= 64 else exc.key[:64] + "..."
         raise BadRequest(
-            f"The request body is ambiguous: {exc}, and parsers differ on which one counts"
+            f"The request body is ambiguous: the key {key!r} appears twice in one object, "
+            "and parsers differ on which one counts"
         ) from None
     except json_codec.InvalidJSON as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None

@@ -257,7 +257,7 @@ class StreamGuard:
         # Nothing to scan, but runs still spare the per-event framing: learn the shape from
         # the first event with one text.
         try:
-            texts = _chunk_texts(json_codec.loads(data))
+            texts = _chunk_texts(json_codec.loads(data, unique_keys=True))
         except (json_codec.InvalidJSON, MalformedReply):
             return
         if len(texts) == 1:
@@ -371,7 +371,11 @@ class StreamGuard:
 
     def _read_chunk(self, data: bytes, item: _Queued) -> None:
         try:
-            chunk = json_codec.loads(data)
+            # A repeated key would be read one way here and maybe another by the client; a
+            # run of events (sse_runs) has the shape of one event read here.
+            chunk = json_codec.loads(data, unique_keys=True)
+        except json_codec.DuplicateKey:
+            raise MalformedReply("an event has the same key twice") from None
         except json_codec.InvalidJSON:
             raise MalformedReply("data is not valid JSON") from None
         if not isinstance(chunk, dict):

@@ -351,6 +351,47 @@ async def test_stream_text_outside_the_delta_ends_in_an_error_event(
     assert "invalid stream event" in in_band_error(raw)["message"]
 
 
+# A repeated key: the proxy reads the last value, a client's parser may keep the first.
+DUPLICATE_REPLY = (
+    b'{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
+    b'"message":{"role":"assistant","content":"how to ' + BANNED.encode() + b'",'
+    b'"content":"fine"},"finish_reason":"stop"}]}'
+)
+
+
+@pytest.mark.parametrize("spaced", [False, True], ids=["compact", "spaced"])
+async def test_a_reply_with_a_repeated_key_is_a_502_without_it(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, spaced: bool
+) -> None:
+    body = DUPLICATE_REPLY.replace(b'","', b'", "') if spaced else DUPLICATE_REPLY
+    upstream.enqueue(Reply(body=body))
+    proxy = await make_proxy()
+
+    status, _, raw = await post(http, proxy, chat_body())
+
+    error = assert_openai_error(raw, 502, status)
+    assert BANNED.encode() not in raw and b"content" not in raw
+    assert "same key twice" in error["message"]
+
+
+async def test_a_stream_event_with_a_repeated_key_ends_in_an_error_event(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    repeated = (
+        '{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+        f'"delta":{{"content":"how to {BANNED}","content":"fine"}},"finish_reason":null}}]}}'
+    )
+    events_ = [chunk({"role": "assistant", "content": ""}), chunk({"content": "Hi"}), repeated]
+    upstream.enqueue(Reply(events=[*events_, chunk({}, finish_reason="stop")]))
+    proxy = await make_proxy()
+
+    status, _, raw = await post(http, proxy, chat_body(stream=True))
+
+    assert status == 200
+    assert BANNED.encode() not in raw
+    assert "invalid stream event" in in_band_error(raw)["message"]
+
+
 async def test_empty_misplaced_fields_are_no_reason_to_fail() -> None:
     assert choice_message({"message": {"content": "a"}, "text": "", "delta": None}, stream=False)
     assert choice_message({"delta": {"content": "a"}, "message": {}}, stream=True)
