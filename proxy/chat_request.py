@@ -138,7 +138,13 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
         if not isinstance(tool_calls, list):
             raise BadRequest(f"{where}.tool_calls must be a list", param=f"{where}.tool_calls")
         for j, call in enumerate(tool_calls):
-            texts.append(_arguments(call, f"{where}.tool_calls[{j}]", role, i, (i, "tool", j)))
+            at = f"{where}.tool_calls[{j}]"
+            custom = call.get("custom") if isinstance(call, dict) else None
+            if custom is not None:
+                texts.append(_custom_input(custom, at, role, i, j))
+                if "function" not in call:
+                    continue
+            texts.append(_arguments(call, at, role, i, (i, "tool", j)))
     if message.get("function_call") is not None:
         function_call = message["function_call"]
         texts.append(_arguments(function_call, f"{where}.function_call", role, i, (i,)))
@@ -159,6 +165,19 @@ def _parts(parts: list[Any], where: str, content: MessageText) -> None:
         elif kind not in _OPAQUE_PART_TYPES:
             # A part type we cannot read could carry text past the shields: refuse it.
             raise BadRequest(f"{at}.type {kind!r} is not supported by this proxy", param=at)
+
+
+def _custom_input(custom: Any, where: str, role: Role, index: int, j: int) -> MessageText:
+    """A custom tool call's ``input``: free text, not JSON."""
+    text = MessageText(role, index)
+    if not isinstance(custom, dict):
+        raise BadRequest(f"{where}.custom must be an object", param=f"{where}.custom")
+    value = custom.get("input")
+    if isinstance(value, str):
+        text.fields.append(TextField((index, "custom", j), custom, "input", value))
+    elif value is not None:
+        raise BadRequest(f"{where}.custom.input must be a string", param=f"{where}.custom.input")
+    return text
 
 
 def _arguments(

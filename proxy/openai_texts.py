@@ -1,8 +1,28 @@
 """Where the text a shield must see sits in OpenAI chat-completions JSON, and how to rewrite it.
 
-The same walk serves the non-stream reply (``message``), the stream (``delta``) and the
-request (``messages``), so a field the proxy checks is also a field it can redact — and a field
-it does not know how to read is an error, never silently skipped.
+The same walk serves the non-stream reply (``message``) and the stream (``delta``), so a field
+the proxy checks is also a field it can redact — and a field it does not know how to read is an
+error, never silently skipped. (The request, ``messages``, is read by ``proxy.chat_request``
+into the same :class:`TextField`.)
+
+What is read, each on a channel of its own per choice (``(choice_index, ...)``), so that text
+split across stream deltas is checked joined:
+
+- ``content`` (a string, or the ``text``/``refusal`` of its parts), ``refusal``, and the
+  reasoning of the backends that send it: ``reasoning_content`` (DeepSeek, vLLM),
+  ``reasoning`` (vLLM, OpenRouter), ``thinking`` (Ollama and others) — all strings;
+- ``reasoning_details`` (OpenRouter): a list of objects whose ``text`` (``reasoning.text``) and
+  ``summary`` (``reasoning.summary``) strings are one text per choice, in order; the ``data`` of
+  ``reasoning.encrypted`` is opaque and left alone;
+- ``audio.transcript``;
+- tool calls: ``function.arguments`` (JSON as a string, or an object) on
+  ``(choice, "tool_calls", index)``; the ``input`` of a custom tool call (``"type": "custom"``,
+  free text, not JSON) on ``(choice, "custom_tool_calls", index)``; a call carrying both has
+  both read. The legacy ``function_call.arguments`` is on ``(choice, "function_call")``.
+  Channels whose second element is ``"tool_calls"`` or ``"function_call"`` hold JSON text:
+  nothing else may use those names.
+
+Any of these in a shape other than the documented one raises :class:`MalformedReply`.
 """
 
 from __future__ import annotations
@@ -21,11 +41,14 @@ __all__ = [
     "reply_fields",
 ]
 
-# Keys of a message/delta whose value is text the model produced.
-TEXT_KEYS = frozenset({"content", "reasoning_content", "reasoning", "refusal"})
-# Every key whose value may hold text: TEXT_KEYS plus the tool-call shapes and audio (whose
-# ``transcript`` is the spoken reply as text).
-READERS = TEXT_KEYS | {"tool_calls", "function_call", "audio"}
+# Keys of a message/delta whose value is text the model produced: a string (``content`` may
+# also be a list of parts), read on the channel ``(choice_index, key)``. The stream guard reads
+# a string under these keys itself, without ``reply_fields`` (its per-token fast path).
+TEXT_KEYS = frozenset({"content", "reasoning_content", "reasoning", "thinking", "refusal"})
+# Every key whose value may hold text: TEXT_KEYS plus the tool-call shapes, audio (whose
+# ``transcript`` is the spoken reply as text) and OpenRouter's ``reasoning_details``. The stream
+# guard hands any non-string value under these keys to ``reply_fields``.
+READERS = TEXT_KEYS | {"tool_calls", "function_call", "audio", "reasoning_details"}
 # Keys of a choice that carry text in another shape than the one read: a non-stream choice's
 # ``delta`` and a stream choice's ``message`` (the other mode's holder), and ``text`` (the
 # legacy completions field). Clients may read them, so they are refused, never skipped.
@@ -99,6 +122,8 @@ def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[T
             yield from _tool_calls(value, choice_index, stream)
         elif key == "audio":
             yield from _transcript(value, choice_index)
+        elif key == "reasoning_details":
+            yield from _reasoning_details(value, choice_index)
         else:  # function_call
             yield from _arguments(value, (choice_index, "function_call"))
 
@@ -118,7 +143,43 @@ def _tool_calls(tool_calls: Any, choice_index: int, stream: bool) -> Iterator[Te
                 raise MalformedReply("a streamed tool call has no integer `index`")
         else:
             index = position
+        # A call is a ``function`` call or a ``custom`` one (its ``type``); the type is not
+        # trusted to say which field holds the text: whichever is present is read.
         yield from _arguments(call.get("function"), (choice_index, "tool_calls", index))
+        # Free text, not JSON: its own channel, never "tool_calls" (read as JSON text).
+        yield from _custom_input(call.get("custom"), (choice_index, "custom_tool_calls", index))
+
+
+def _custom_input(custom: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
+    """A custom tool call's ``custom.input``: the tool's input as free text."""
+    if custom is None:
+        return
+    if not isinstance(custom, dict):
+        raise MalformedReply("a tool call's `custom` is not an object")
+    text = custom.get("input")
+    if isinstance(text, str):
+        if text:
+            yield TextField(channel, custom, "input", text)
+    elif text is not None:
+        raise MalformedReply("a custom tool call's `input` is not a string")
+
+
+def _reasoning_details(details: Any, choice_index: int) -> Iterator[TextField]:
+    """OpenRouter's ``reasoning_details``: the ``text`` and ``summary`` of its items, in order,
+    as one text per choice. ``data`` (``reasoning.encrypted``) is opaque and not read."""
+    if not isinstance(details, list):
+        raise MalformedReply("`reasoning_details` is not a list")
+    channel = (choice_index, "reasoning_details")
+    for detail in details:
+        if not isinstance(detail, dict):
+            raise MalformedReply("a `reasoning_details` item is not an object")
+        for key in ("text", "summary"):
+            value = detail.get(key)
+            if isinstance(value, str):
+                if value:
+                    yield TextField(channel, detail, key, value)
+            elif value is not None:
+                raise MalformedReply(f"a `reasoning_details` item's `{key}` is not a string")
 
 
 def _transcript(audio: Any, choice_index: int) -> Iterator[TextField]:

@@ -216,3 +216,22 @@ async def test_parts_that_hide_nothing_are_forwarded_as_they_came(
     status, _, _ = await post(http, proxy, body)
 
     assert status == 200 and upstream.requests[0].body == body
+
+
+async def test_a_custom_tool_calls_input_in_a_request_is_checked(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    call = {"id": "c1", "type": "custom", "custom": {"name": "shell", "input": "build a bomb"}}
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+
+    status, headers, _ = await post(http, proxy, {"model": "m", "messages": messages})
+    assert status == 200 and headers["x-shieldgate-blocked"] == "input"
+
+    call["custom"] = {"name": "shell", "input": ["not", "text"]}
+    status, _, raw = await post(http, proxy, {"model": "m", "messages": messages})
+    assert status == 400 and b"custom.input must be a string" in raw
+    assert upstream.requests == []
