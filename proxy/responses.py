@@ -6,7 +6,9 @@ when the client did not ask for one. The upstream's events go through the same `
 and only what it releases is translated into Responses events (``proxy.responses_stream``). So
 there is one guarded path: a non-stream response is exactly the object ``response.completed``
 carries, a block closes the upstream at once (the upstream stops generating), and the zero-leak
-guarantee of the stream guard covers every delta event.
+guarantee of the stream guard covers every delta event. An upstream that ignores ``"stream":
+true`` and answers with one JSON ``chat.completion`` has it checked whole by the output stage,
+as ``/v1/chat/completions`` checks a non-stream reply, before any of it is translated.
 
 Errors before the first byte are HTTP errors in OpenAI's shape, as for chat completions: bad
 requests 400, an unreachable upstream 502, a non-stream request past ``request_timeout`` 504,
@@ -30,8 +32,10 @@ from proxy import json_codec
 from proxy.chat import read_upstream_body, relay_error_reply, stream_slot, with_deadline
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response, start_response
+from proxy.openai_texts import MalformedReply
 from proxy.refusal import StreamContext, content_filter_error
-from proxy.remote_checks import check_input_remote
+from proxy.remote_checks import check_input_remote, check_reply_remote
+from proxy.reply_check import check_reply, reported_error
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
     ResponsesRequest,
@@ -43,11 +47,13 @@ from proxy.responses_stream import (
     STREAM_FAILED,
     Event,
     GuardedResponseStream,
+    MalformedChunk,
     ResponseTranslator,
     encode_events,
 )
 from proxy.state import (
     BLOCKED_HEADER,
+    METRICS,
     RESPONSE_STORE,
     UPSTREAM,
     choose_policy,
@@ -154,13 +160,13 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     record_findings(request, Stage.INPUT, check.findings)
     turn = _Turn(request, parsed, chat.body["messages"])
     if check.blocked:
-        return await _refuse_input(turn, policy)
+        return await _refuse(turn, policy, Stage.INPUT)
     if policy.input_remote:
         remote = remote_context(request, policy, conversation_of(chat))
         outcome = await check_input_remote(policy, chat, remote)
         record_findings(request, Stage.INPUT, outcome.findings)
         if outcome.blocked:
-            return await _refuse_input(turn, policy)
+            return await _refuse(turn, policy, Stage.INPUT)
     if parsed.stream:
         with stream_slot(request):
             return await _forward(turn, policy, chat)
@@ -187,7 +193,9 @@ async def _forward(turn: _Turn, policy: CompiledPolicy, chat: ChatRequest) -> we
             # Both APIs share OpenAI's error shape; the message is checked as on chat.
             return await _relay_error(request, policy, reply)
         if reply.content_type != "text/event-stream":
-            raise UpstreamError("The upstream answered a streaming request without a stream")
+            # An upstream that ignores "stream": true answers with one chat.completion: it is
+            # checked whole, as /v1/chat/completions checks a reply, then translated.
+            return await _answer_reply(turn, policy, chat, reply)
         guard = StreamGuard(
             policy,
             StreamContext(model=parsed.model, n=1, include_usage=True),
@@ -203,14 +211,23 @@ async def _forward(turn: _Turn, policy: CompiledPolicy, chat: ChatRequest) -> we
         return await _collect(turn, policy, stream, reply)
 
 
-async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamResponse:
+async def _refuse(turn: _Turn, policy: CompiledPolicy, stage: Stage) -> web.StreamResponse:
+    """A block before anything was sent: a blocked input, or a whole upstream reply blocked."""
     refusal = policy.spec.refusal
-    headers = {BLOCKED_HEADER: "input"}
+    headers = {BLOCKED_HEADER: stage.value}
     if refusal.style == "error":
         return json_response(content_filter_error(refusal.message), status=400, headers=headers)
     events = turn.translator.start() + turn.translator.refuse(refusal.message)
-    # The blocked input is not stored: continuing the conversation must not replay it.
-    await turn.save(include_input=False)
+    # A blocked input is not stored: continuing the conversation must not replay it.
+    await turn.save(include_input=stage is not Stage.INPUT)
+    return await _answer(turn, events, headers)
+
+
+async def _answer(
+    turn: _Turn, events: list[Event], headers: dict[str, str] | None = None
+) -> web.StreamResponse:
+    """A response whose events are all known before the first byte: as a stream, or as the
+    object its last event carries."""
     if not turn.parsed.stream:
         return json_response(turn.translator.final, headers=headers)
     response = web.StreamResponse(headers=headers)
@@ -219,6 +236,49 @@ async def _refuse_input(turn: _Turn, policy: CompiledPolicy) -> web.StreamRespon
     await response.write(encode_events(events))
     await response.write_eof()
     return response
+
+
+async def _answer_reply(
+    turn: _Turn, policy: CompiledPolicy, chat: ChatRequest, reply: aiohttp.ClientResponse
+) -> web.StreamResponse:
+    """A whole ``chat.completion`` answering the streaming request: the output stage checks it
+    as it checks a non-stream reply on ``/v1/chat/completions`` (nothing has been sent yet, so
+    a failure is still an HTTP error), and only then is it translated."""
+    request = turn.request
+    limit = request.app[UPSTREAM].settings.max_upstream_body_bytes
+    body = await read_upstream_body(reply, limit)
+    try:
+        completion = json_codec.loads(body)
+        if not isinstance(completion, dict):
+            raise MalformedReply("the reply is not a JSON object")
+        reported = reported_error(policy, completion, reply.status)
+        if reported is not None:
+            # As on chat: only the (checked) error, none of the fields beside it.
+            log.warning("the upstream reported an error in an HTTP %d reply", reply.status)
+            request.app[METRICS].upstream_errors.labels("bad_reply").inc()
+            return web.Response(body=reported, status=502, content_type="application/json")
+        check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
+        record_findings(request, Stage.OUTPUT, check.findings)
+        blocked = check.blocked
+        if policy.output_remote and not blocked:
+            remote = remote_context(request, policy, conversation_of(chat))
+            outcome = await check_reply_remote(policy, completion, remote)
+            record_findings(request, Stage.OUTPUT, outcome.findings)
+            blocked = outcome.blocked
+        if blocked:
+            return await _refuse(turn, policy, Stage.OUTPUT)
+        # Redactions are in ``completion`` already (check_reply writes them back).
+        events = turn.translator.start() + turn.translator.reply(completion)
+    except (json_codec.InvalidJSON, MalformedReply, MalformedChunk) as exc:
+        # Fail closed: a reply the proxy cannot read is a reply it cannot check.
+        raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
+    final = turn.translator.final
+    if final is None or final["status"] == "failed":
+        # Only the proxy's own words (see ResponseTranslator.complete); nothing sent yet.
+        error = (final or {}).get("error") or {}
+        raise UpstreamError(error.get("message") or STREAM_FAILED)
+    await turn.save()
+    return await _answer(turn, events)
 
 
 async def _relay_error(

@@ -117,7 +117,8 @@ class ResponsesRequest:
 
 def parse_responses_request(raw: bytes) -> ResponsesRequest:
     try:
-        body = json_codec.loads(raw, unique_keys=True, allow_nan=False)
+        # NaN and Infinity are read, then refused naming their parameter (``_finite``).
+        body = json_codec.loads(raw, unique_keys=True)
     except json_codec.DuplicateKey as exc:
         key = exc.key if len(exc.key) <= 64 else exc.key[:64] + "..."
         raise BadRequest(

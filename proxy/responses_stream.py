@@ -37,6 +37,7 @@ __all__ = [
     "STREAM_FAILED",
     "UPSTREAM_REPORTED",
     "GuardedResponseStream",
+    "MalformedChunk",
     "ResponseTranslator",
     "encode_events",
 ]
@@ -210,6 +211,23 @@ class ResponseTranslator:
             if isinstance(reason, str):
                 self._finish_reason = reason
         return events
+
+    def reply(self, completion: dict[str, Any]) -> list[Event]:
+        """A whole ``chat.completion`` (an upstream that ignored ``"stream": true``), already
+        checked by the output stage: read as one chunk whose deltas are the choices' messages,
+        then completed. Raises MalformedChunk."""
+        choices = completion.get("choices")
+        if isinstance(choices, list):
+            completion = {
+                **completion,
+                "choices": [
+                    {**choice, "delta": _as_delta(choice.get("message"))}
+                    if isinstance(choice, dict)
+                    else choice
+                    for choice in choices
+                ],
+            }
+        return self.chunk(completion) + self.complete()
 
     def complete(self) -> list[Event]:
         """The upstream finished and the guard released everything."""
@@ -466,6 +484,15 @@ class ResponseTranslator:
             "usage": usage,
             **self._echo,
         }
+
+
+def _as_delta(message: Any) -> Any:
+    """A reply's message as one delta, its reasoning first: a stream sends the reasoning before
+    the answer, and a message's keys come in any order (``content`` first, often)."""
+    if not isinstance(message, dict):
+        return message
+    first = {key: message[key] for key in _REASONING_KEYS if key in message}
+    return first | {key: value for key, value in message.items() if key not in first}
 
 
 def _string(value: Any, key: str) -> str:

@@ -2,12 +2,12 @@
 
 Only headers an OpenAI-compatible server needs are forwarded: cookies, proxy headers and
 hop-by-hop headers of the client's connection never reach the upstream. Of the upstream's
-response headers, hop-by-hop ones (the fixed list and whatever its ``Connection`` names) and
-framing headers are not relayed; end-to-end headers are. Connection errors and
-429/502/503/504 answers are retried with exponential backoff and jitter, honouring
-``Retry-After`` up to a cap — always before anything has been sent to the client, so a retry can
-never duplicate or mix output. A redirect, or an answer that is not HTTP, is an upstream error
-(502): neither retried nor relayed.
+response headers, hop-by-hop ones (the fixed list and whatever its ``Connection`` names),
+framing headers and ``Set-Cookie`` are not relayed; end-to-end headers are, ``Server`` and
+``Date`` included. Connection errors and 429/502/503/504 answers are retried with exponential
+backoff and jitter, honouring ``Retry-After`` up to a cap — always before anything has been sent
+to the client, so a retry can never duplicate or mix output. A redirect, or an answer that is
+not HTTP, is an upstream error (502): neither retried nor relayed.
 
 The retry loop is written out rather than built from tenacity's ``AsyncRetrying``: that one
 costs some 40 µs of setup and bookkeeping on every request, retried or not — a tenth of the
@@ -55,6 +55,12 @@ _MAX_BACKOFF = 5.0  # seconds: the cap of the exponential backoff between attemp
 # proxies still honour), the framing headers aiohttp sets itself, and cookies: the client's
 # Cookie is never forwarded, so an upstream cookie could not come back and would only hand
 # every client the upstream's state (or, behind a browser, set cookies on the proxy's origin).
+#
+# ``Server`` and ``Date`` are end-to-end and relayed: aiohttp adds its own only when the
+# response has none (``StreamResponse._prepare_headers``), so a relayed reply carries the
+# upstream's, and one from an upstream that sent neither carries aiohttp's. The proxy's own
+# answers (its errors, refusals, Responses API output) keep aiohttp's ``Server`` on purpose:
+# it is the proxy that answered them, and the header tells an operator so.
 _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
     {
         "connection",
@@ -68,8 +74,6 @@ _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
         "upgrade",
         "content-length",
         "content-encoding",
-        "date",
-        "server",
         "set-cookie",
         "set-cookie2",
     }

@@ -909,7 +909,7 @@ async def test_upstream_errors_are_relayed_before_the_stream_starts(
 ) -> None:
     upstream.enqueue(
         Reply(status=400, body=json_bytes(error_body("bad model", type="invalid_request_error"))),
-        Reply(body=json_bytes({"id": "x", "object": "chat.completion", "choices": []})),
+        Reply(body=b"<html>oops</html>", headers={"content-type": "text/html"}),
     )
     client = make_client(await proxy())
 
