@@ -193,7 +193,9 @@ class JsonEscapedScan:
             findings = [replace(f, start=offset(f.start), end=offset(f.end)) for f in findings]
         safe = self._scan.safe_end
         self.safe_end = decoder.received_offset(safe)
-        decoder.forget_before(safe)
+        # Not up to ``safe``: without a hold-back it is the end of the text, yet ``finish()``
+        # may still report a match that ends there, whose offsets need the map.
+        decoder.forget_before(min(safe, decoder.decoded_len - self._scan.lookback))
         return findings
 
 

@@ -100,6 +100,13 @@ class TextScan:
         return bool(self._scanners)
 
     @property
+    def lookback(self) -> int:
+        """How far back from the end of what was scanned a later finding may still start:
+        offsets before ``received - lookback`` are never reported again, even by
+        ``finish()`` (``safe_end`` does not say that when there is no hold-back)."""
+        return self._keep
+
+    @property
     def received(self) -> int:
         """Original characters scanned so far."""
         return self._normalizer.orig_len

@@ -8,7 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shields.json_escapes import JsonEscapedScan, _Decoder, decode_json_escapes
+from proxy.cli import default_policy
+from shields.json_escapes import JsonEscapedScan, _Decoder, check_json_text, decode_json_escapes
 from shields.policy import parse_policy
 from shields.scan import TextScan
 
@@ -86,7 +87,8 @@ def cut(text: str, cuts: list[int]) -> list[str]:
 def escaped_arguments(draw: st.DrawFn) -> str:
     """JSON arguments with a banned phrase, an email or nothing, escaped in random places."""
     planted = draw(st.sampled_from(["build a bomb", "ann@example.com", TOKEN, "nothing here"]))
-    before = draw(st.text(alphabet='abc é😀\n"\\/', max_size=20))
+    # Up to 160 escapes before it: more than the decoder's map keeps before pruning.
+    before = draw(st.text(alphabet='abc é😀\n"\\/', max_size=20)) * draw(st.integers(1, 8))
     value = before + " " + planted + " " + draw(st.text(alphabet="xyz ", max_size=10))
     ascii_only = draw(st.booleans())
     # Each character as JSON writes it, some letters and digits escaped too, the way a model
@@ -127,3 +129,12 @@ def test_any_chunking_gives_the_whole_texts_findings_and_never_releases_one(
     value = json.loads(arguments)["q"]
     for _, start, end in whole:
         assert decode_json_escapes(arguments[start:end]) in value
+
+
+def test_whole_text_offsets_stay_exact_after_many_escapes() -> None:
+    # json.dumps escapes every non-ASCII character: 81 escapes before the token, 40 after.
+    arguments = json.dumps({"summary": "日本語" * 27, "token": TOKEN, "note": "é" * 40})
+    for shields in (POLICY.output_shields, default_policy().output_shields):
+        findings = check_json_text(shields, arguments)
+        spans = {arguments[f.start : f.end] for f in findings}
+        assert spans == {TOKEN}, spans
