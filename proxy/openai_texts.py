@@ -193,14 +193,20 @@ def _transcript(audio: Any, choice_index: int) -> Iterator[TextField]:
         raise MalformedReply("an audio `transcript` is not a string")
 
 
+# A content part's text continues the choice's content, its refusal the choice's refusal: a
+# client (and the Responses translation) joins the parts, so a phrase split over two parts must
+# be one text to the shields.
+_PART_CHANNELS = {"text": "content", "refusal": "refusal"}
+
+
 def _content_parts(parts: list[Any], choice_index: int) -> Iterator[TextField]:
-    for position, part in enumerate(parts):
+    for part in parts:
         if not isinstance(part, dict):
             raise MalformedReply("a content part is not an object")
-        for key in ("text", "refusal"):
+        for key, channel in _PART_CHANNELS.items():
             value = part.get(key)
             if isinstance(value, str) and value:
-                yield TextField((choice_index, "content", position, key), part, key, value)
+                yield TextField((choice_index, channel), part, key, value)
             elif value is not None and not isinstance(value, str):
                 raise MalformedReply(f"a content part's `{key}` is not a string")
 

@@ -9,14 +9,14 @@ redacted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from proxy import json_codec
 from proxy.errors import error_body
-from proxy.openai_texts import MalformedReply, choice_message, reply_fields
-from shields.base import Action, Finding, Stage
+from proxy.openai_texts import MalformedReply, TextField, choice_message, reply_fields
+from shields.base import Action, Finding, Shield, Stage
 from shields.json_escapes import check_json_text
 from shields.policy import CompiledPolicy
 from shields.scan import check_text, merge_redactions, redact
@@ -77,25 +77,50 @@ def check_reply(
         message = choice_message(choice, stream=False)
         if not shields:
             continue
+        # The fields of one channel (content parts, reasoning_details items) are one text, as
+        # in a stream and as a client joins them.
+        channels: dict[tuple[Any, ...], list[TextField]] = {}
         for text_field in reply_fields(message, position, stream=False):
-            check = check_json_text if is_json_text(text_field.channel) else check_text
-            field_findings = check(
-                shields, text_field.text, fail_closed=fail_closed, fingerprint=fingerprint
+            channels.setdefault(text_field.channel, []).append(text_field)
+        for channel, fields in channels.items():
+            channel_findings, offsets = _check_channel(
+                shields, channel, fields, fail_closed, fingerprint
             )
-            if not field_findings:  # the usual case: nothing to enforce
+            if not channel_findings:  # the usual case: nothing to enforce
                 continue
-            findings += field_findings
+            findings += channel_findings
             if not enforcing:
                 continue
-            enforced = [f for f in field_findings if not f.monitor]
+            enforced = [f for f in channel_findings if not f.monitor]
             if any(f.action is Action.BLOCK for f in enforced):
                 blocked = True
             spans = merge_redactions(enforced)
             if spans and not blocked:
                 redacted = True
-                text_field.write(redact(text_field.text, 0, spans))
-                withhold_side_channels(choice, message, audio=text_field.channel[1] == "audio")
+                for offset, text_field in zip(offsets, fields, strict=True):
+                    text_field.write(redact(text_field.text, offset, spans))
+                withhold_side_channels(choice, message, audio=channel[1] == "audio")
     return ReplyCheck(findings, blocked, redacted)
+
+
+def _check_channel(
+    shields: Sequence[Shield],
+    channel: tuple[Any, ...],
+    fields: list[TextField],
+    fail_closed: bool,
+    fingerprint: Callable[[str], str] | None,
+) -> tuple[list[Finding], list[int]]:
+    """The findings in a channel's fields joined, and where each field starts."""
+    check = check_json_text if is_json_text(channel) else check_text
+    if len(fields) == 1:
+        return check(shields, fields[0].text, fail_closed=fail_closed, fingerprint=fingerprint), [0]
+    offsets = []
+    start = 0
+    for text_field in fields:
+        offsets.append(start)
+        start += len(text_field.text)
+    text = "".join(text_field.text for text_field in fields)
+    return check(shields, text, fail_closed=fail_closed, fingerprint=fingerprint), offsets
 
 
 def withhold_side_channels(choice: dict[str, Any], message: Any, *, audio: bool) -> bool:

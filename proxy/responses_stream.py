@@ -172,6 +172,9 @@ class ResponseTranslator:
         self._message: _Item | None = None  # the open message item, if any
         self._reasoning: _Item | None = None  # the open reasoning item, if any
         self._calls: dict[int, _Item] = {}  # open function-call items by tool-call index
+        # The reasoning key the stream uses: servers that send both keys send the same text
+        # twice, and the guard checks each key as its own text, so two keys are never joined.
+        self._reasoning_key: str | None = None
         self._finish_reason: str | None = None
         self._usage: dict[str, Any] | None = None
         self.final: dict[str, Any] | None = None
@@ -217,15 +220,16 @@ class ResponseTranslator:
         checked by the output stage: read as one chunk whose deltas are the choices' messages,
         then completed. Raises MalformedChunk."""
         choices = completion.get("choices")
-        if isinstance(choices, list):
+        if isinstance(choices, list) and choices:
+            # The first choice only (the upstream is asked for one), read as the output stage
+            # read it: by position, its tool calls by their place in the list. Choices or
+            # calls that claim one index would otherwise be joined into a text never checked.
+            choice = choices[0]
+            if not isinstance(choice, dict):
+                raise MalformedChunk("a choice is not an object")
             completion = {
                 **completion,
-                "choices": [
-                    {**choice, "delta": _as_delta(choice.get("message"))}
-                    if isinstance(choice, dict)
-                    else choice
-                    for choice in choices
-                ],
+                "choices": [{**choice, "index": 0, "delta": _as_delta(choice.get("message"))}],
             }
         return self.chunk(completion) + self.complete()
 
@@ -296,7 +300,11 @@ class ResponseTranslator:
             elif key == "refusal":
                 self._text("refusal", _string(value, key), events)
             elif key in _REASONING_KEYS:
-                self._reasoning_text(_string(value, key), events)
+                text = _string(value, key)
+                if self._reasoning_key is None and text:
+                    self._reasoning_key = key
+                if key == self._reasoning_key:
+                    self._reasoning_text(text, events)
             elif key == "tool_calls":
                 if not isinstance(value, list):
                     raise MalformedChunk("`tool_calls` is not a list")
@@ -492,7 +500,14 @@ def _as_delta(message: Any) -> Any:
     if not isinstance(message, dict):
         return message
     first = {key: message[key] for key in _REASONING_KEYS if key in message}
-    return first | {key: value for key, value in message.items() if key not in first}
+    delta = first | {key: value for key, value in message.items() if key not in first}
+    calls = delta.get("tool_calls")
+    if isinstance(calls, list):
+        delta["tool_calls"] = [
+            {**call, "index": position} if isinstance(call, dict) else call
+            for position, call in enumerate(calls)
+        ]
+    return delta
 
 
 def _string(value: Any, key: str) -> str:
