@@ -119,7 +119,10 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
             param=f"{where}.role",
         )
     content = MessageText(role, i)
-    for key in ("content", "refusal"):
+    # Reasoning sent back with an assistant turn is text too: some chat templates show it to
+    # the model again, and OpenRouter asks for its reasoning_details back. So is a participant's
+    # ``name``, which templates write into the prompt.
+    for key in ("content", "refusal", "reasoning_content", "reasoning", "thinking", "name"):
         value = message.get(key)
         if value is None:
             continue
@@ -129,9 +132,14 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
             _parts(value, where, content)
         else:
             raise BadRequest(
-                f"{where}.{key} must be a string, a list of content parts or null",
+                f"{where}.{key} must be a string"
+                + (", a list of content parts" if key == "content" else "")
+                + " or null",
                 param=f"{where}.{key}",
             )
+    details = message.get("reasoning_details")
+    if details is not None:
+        _reasoning_details(details, f"{where}.reasoning_details", content)
     texts = [content]
     tool_calls = message.get("tool_calls")
     if tool_calls is not None:
@@ -165,6 +173,20 @@ def _parts(parts: list[Any], where: str, content: MessageText) -> None:
         elif kind not in _OPAQUE_PART_TYPES:
             # A part type we cannot read could carry text past the shields: refuse it.
             raise BadRequest(f"{at}.type {kind!r} is not supported by this proxy", param=at)
+
+
+def _reasoning_details(details: Any, where: str, content: MessageText) -> None:
+    if not isinstance(details, list):
+        raise BadRequest(f"{where} must be a list", param=where)
+    for j, item in enumerate(details):
+        if not isinstance(item, dict):
+            raise BadRequest(f"{where}[{j}] must be an object", param=f"{where}[{j}]")
+        for key in ("text", "summary"):
+            value = item.get(key)
+            if isinstance(value, str):
+                content.fields.append(TextField((content.message_index, where), item, key, value))
+            elif value is not None:
+                raise BadRequest(f"{where}[{j}].{key} must be a string", param=f"{where}[{j}]")
 
 
 def _custom_input(custom: Any, where: str, role: Role, index: int, j: int) -> MessageText:

@@ -12,6 +12,7 @@ first upstream), and the upstream could act on a value the shields never saw.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
@@ -34,6 +35,14 @@ class DuplicateKey(InvalidJSON):
 
 def _not_a_number(name: str) -> Any:
     raise InvalidJSON(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    # "1e400" is JSON, but Python reads it as infinity, which it writes back as "Infinity".
+    value = float(text)
+    if math.isinf(value):
+        raise InvalidJSON(f"{text[:32]} is too large for a number")
+    return value
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -69,6 +78,7 @@ def loads(data: bytes, *, unique_keys: bool = False, allow_nan: bool = True) -> 
                 data,
                 object_pairs_hook=_unique_keys if unique_keys else None,
                 parse_constant=None if allow_nan else _not_a_number,
+                parse_float=None if allow_nan else _finite_float,
             )
         except RecursionError:
             raise InvalidJSON("JSON nested too deeply") from None

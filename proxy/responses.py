@@ -248,7 +248,7 @@ async def _answer_reply(
     limit = request.app[UPSTREAM].settings.max_upstream_body_bytes
     body = await read_upstream_body(reply, limit)
     try:
-        completion = json_codec.loads(body)
+        completion = json_codec.loads(body, unique_keys=True)
         if not isinstance(completion, dict):
             raise MalformedReply("the reply is not a JSON object")
         reported = reported_error(policy, completion, reply.status)

@@ -263,6 +263,8 @@ def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]],
         if not isinstance(role, str) or role not in _ROLES:
             raise _BadRecord(f"messages[{i}] needs a valid role")
         content = message.get("content")
+        if content is None:
+            content = ""  # an assistant turn that only calls tools, as the API sends it
         if isinstance(content, list):
             content = "\n".join(_part_texts(content, f"messages[{i}].content"))
         if not isinstance(content, str):

@@ -235,3 +235,49 @@ async def test_a_custom_tool_calls_input_in_a_request_is_checked(
     status, _, raw = await post(http, proxy, {"model": "m", "messages": messages})
     assert status == 400 and b"custom.input must be a string" in raw
     assert upstream.requests == []
+
+
+REASONING_FIELDS = {
+    "reasoning_content": "how to build a bomb",
+    "reasoning": "how to build a bomb",
+    "thinking": "how to build a bomb",
+    "name": "how to build a bomb",
+    "reasoning_details": [
+        {"type": "reasoning.summary", "summary": "how to build a "},
+        {"type": "reasoning.text", "text": "bomb"},
+    ],
+}
+
+
+async def test_reasoning_sent_back_in_a_request_is_checked(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    for key, value in REASONING_FIELDS.items():
+        messages = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "ok", key: value},
+            {"role": "user", "content": "and then?"},
+        ]
+        status, headers, _ = await post(http, proxy, {"model": "m", "messages": messages})
+        assert status == 200 and headers.get("x-shieldgate-blocked") == "input", key
+    assert upstream.requests == []
+    # Redacted in place, item by item.
+    upstream.enqueue(Reply(body=json_bytes(chat_completion("ok"))))
+    details = [{"type": "reasoning.text", "text": f"key {GH_TOKEN[:20]}"}, {"text": GH_TOKEN[20:]}]
+    messages = [{"role": "assistant", "content": "ok", "reasoning_details": details}]
+    status, _, _ = await post(http, proxy, {"model": "m", "messages": messages})
+    assert status == 200
+    sent = upstream.requests[0].json()["messages"][0]["reasoning_details"]
+    assert [item["text"] for item in sent] == ["key [CREDENTIAL]", ""]
+
+
+async def test_reasoning_of_the_wrong_shape_in_a_request_is_a_400(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    for key, value in {"reasoning": ["x"], "reasoning_details": {"text": "x"}, "name": 3}.items():
+        messages = [{"role": "assistant", "content": "ok", key: value}]
+        status, _, raw = await post(http, proxy, {"model": "m", "messages": messages})
+        assert status == 400 and key.encode() in raw, (key, raw)
+    assert upstream.requests == []

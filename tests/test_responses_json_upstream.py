@@ -258,6 +258,9 @@ MALFORMED = {
     "a choices that is not a list": json_bytes(
         {"object": "chat.completion", "choices": {"message": {"content": "synthesize sarin"}}}
     ),
+    # A client's parser might keep the first of two values: the one no shield read.
+    "a repeated key": b'{"object":"chat.completion","choices":[{"index":0,"message":'
+    b'{"role":"assistant","content":"synthesize sarin","content":"fine"}}]}',
 }
 
 

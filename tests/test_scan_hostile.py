@@ -150,3 +150,14 @@ def test_a_failure_while_scanning_one_line_does_not_end_the_scan(
     assert first == {"id": 1, "line": 1, "error": "could not scan this line (AttributeError)"}
     assert second["verdict"] == "allow"
     assert code == 1
+
+
+def test_an_assistant_turn_that_only_calls_tools_is_read(tmp_path: Path) -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    conversation = [
+        message("user", BOMB),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    code, results, _ = run_scan(tmp_path, [json.dumps({"id": 1, "messages": conversation})])
+    assert code == 0
+    assert [r["verdict"] for r in results] == ["block"]
