@@ -87,7 +87,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import code_revision
+from revision import MEASURED_PATHS, code_revision
 
 from shields.base import Stage
 from shields.scan import check_text
@@ -572,7 +572,7 @@ async def run(args: argparse.Namespace) -> int:
     assert task is not None
     with contextlib.suppress(NotImplementedError):
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    revision = await asyncio.to_thread(code_revision)
+    revision = await asyncio.to_thread(code_revision, *MEASURED_PATHS)
     load_before = load_average()
     default_loop = resolve_loop("auto")
     print(

@@ -70,7 +70,7 @@ from harness import (
     write_results,
 )
 from overhead_bench import Target, cpu_seconds, run_wrk, wrk_script
-from revision import code_revision
+from revision import MEASURED_PATHS, code_revision
 
 SKIPPED = 0
 READY_TIMEOUT = 120.0
@@ -429,7 +429,7 @@ async def run(args: argparse.Namespace) -> int:
     if not shutil.which("wrk"):
         print("peer_bench: skipped: wrk is not installed (apt-get install wrk)", flush=True)
         return SKIPPED
-    revision = await asyncio.to_thread(code_revision)
+    revision = await asyncio.to_thread(code_revision, *MEASURED_PATHS)
     load_before = load_average()
     print(
         f"peer benchmark: shieldgate {revision} vs LiteLLM {version}; load {load_before:.2f}",

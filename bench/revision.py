@@ -38,3 +38,8 @@ def code_revision(*paths: str) -> str:
     if head is None or changed is None:
         return "unknown"
     return head.strip() + ("+dirty" if changed else "")
+
+
+# What the proxy's figures depend on: its code, the policies it loads and the benchmarks
+# themselves (never the docs a report run rewrites).
+MEASURED_PATHS = ("proxy", "shields", "policies", "bench", "pyproject.toml")

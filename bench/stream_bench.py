@@ -92,7 +92,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import code_revision  # bench/ is on sys.path when run
+from revision import MEASURED_PATHS, code_revision  # bench/ is on sys.path when run
 
 from shields.base import Stage
 from shields.scan import check_text
@@ -434,7 +434,7 @@ async def run(args: argparse.Namespace) -> int:
     assert task is not None
     with contextlib.suppress(NotImplementedError):
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    revision = await asyncio.to_thread(code_revision)
+    revision = await asyncio.to_thread(code_revision, *MEASURED_PATHS)
     load_before, note = load_note("before:")
     loops = args.loop.split(",")
     loop = args.loop
