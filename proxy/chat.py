@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -189,7 +190,7 @@ async def _forward(
                         f"The upstream sent a stream with HTTP {reply.status}, which has no body"
                     )
                 return await _relay_stream(request, policy, chat, reply, deadline)
-            return await _relay_json(request, policy, chat, reply, upstream, metrics)
+            return await _relay_json(request, policy, chat, reply, upstream)
         finally:
             metrics.child(metrics.upstream_seconds, "chat").observe(time.perf_counter() - started)
 
@@ -244,30 +245,40 @@ def relay_error_reply(
     return web.Response(body=body, status=status, headers=headers)
 
 
-async def _relay_json(
-    request: web.Request,
-    policy: CompiledPolicy,
-    chat: ChatRequest,
-    reply: aiohttp.ClientResponse,
-    upstream: Upstream,
-    metrics: Metrics,
-) -> web.StreamResponse:
-    body = await read_upstream_body(reply, upstream.settings.max_upstream_body_bytes)
-    headers = response_headers(reply.headers)
-    if reply.status >= 300:
-        return relay_error_reply(policy, reply.status, headers, body)
+@dataclass(slots=True)
+class CheckedReply:
+    """A non-stream completion after the output stage: redactions written into ``completion``;
+    ``error`` is the answer to send instead when the upstream reported an error in it."""
+
+    completion: dict[str, Any]
+    blocked: bool
+    redacted: bool
+    error: web.Response | None = None
+
+
+async def check_json_reply(
+    request: web.Request, policy: CompiledPolicy, chat: ChatRequest, body: bytes, status: int
+) -> CheckedReply:
+    """Reads and checks a non-stream ``chat.completion`` (local then remote output shields).
+
+    Raises UpstreamError when it cannot be read: a reply the proxy cannot read is a reply it
+    cannot check (fail closed). Shared by chat and the Responses API, which also gets a JSON
+    reply when the upstream ignores ``"stream": true``.
+    """
+    metrics = request.app[METRICS]
     try:
         # A repeated key would be read one way here and maybe another by the client.
         completion = json_codec.loads(body, unique_keys=True)
         if not isinstance(completion, dict):
             raise MalformedReply("the reply is not a JSON object")
-        reported = reported_error(policy, completion, reply.status)
+        reported = reported_error(policy, completion, status)
         if reported is not None:
             # A success status around an error: answered as the error it is, and none of
             # the reply's other fields (which no shield read) goes with it.
-            log.warning("the upstream reported an error in an HTTP %d reply", reply.status)
+            log.warning("the upstream reported an error in an HTTP %d reply", status)
             metrics.upstream_errors.labels("bad_reply").inc()
-            return web.Response(body=reported, status=502, content_type="application/json")
+            error = web.Response(body=reported, status=502, content_type="application/json")
+            return CheckedReply(completion, False, False, error)
         started = time.perf_counter()
         check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
         metrics.child(metrics.stage_seconds, "output").observe(time.perf_counter() - started)
@@ -281,8 +292,25 @@ async def _relay_json(
             record_findings(request, Stage.OUTPUT, outcome.findings)
             blocked, redacted = outcome.blocked, redacted or outcome.redacted
     except (json_codec.InvalidJSON, MalformedReply) as exc:
-        # Fail closed: a reply the proxy cannot read is a reply it cannot check.
         raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
+    return CheckedReply(completion, blocked, redacted)
+
+
+async def _relay_json(
+    request: web.Request,
+    policy: CompiledPolicy,
+    chat: ChatRequest,
+    reply: aiohttp.ClientResponse,
+    upstream: Upstream,
+) -> web.StreamResponse:
+    body = await read_upstream_body(reply, upstream.settings.max_upstream_body_bytes)
+    headers = response_headers(reply.headers)
+    if reply.status >= 300:
+        return relay_error_reply(policy, reply.status, headers, body)
+    checked = await check_json_reply(request, policy, chat, body, reply.status)
+    if checked.error is not None:
+        return checked.error
+    completion, blocked, redacted = checked.completion, checked.blocked, checked.redacted
     if blocked:
         refusal = policy.spec.refusal
         blocked_header = {BLOCKED_HEADER: "output"}

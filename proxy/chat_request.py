@@ -28,6 +28,7 @@ __all__ = [
     "check_input",
     "conversation_of",
     "parse_chat_request",
+    "request_object",
 ]
 
 _ROLES = {role.value: role for role in Role}
@@ -60,9 +61,14 @@ class ChatRequest:
     texts: list[MessageText]
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
+def request_object(raw: bytes, *, allow_nan: bool) -> dict[str, Any]:
+    """A client's request body as a JSON object, or a BadRequest saying why not.
+
+    A key twice in one object is refused: the body is forwarded as it came, and a parser that
+    keeps the other value than ours would act on one the shields never saw.
+    """
     try:
-        body = json_codec.loads(raw, unique_keys=True, allow_nan=False)
+        body = json_codec.loads(raw, unique_keys=True, allow_nan=allow_nan)
     except json_codec.DuplicateKey as exc:
         key = exc.key if len(exc.key) <= 64 else exc.key[:64] + "..."
         raise BadRequest(
@@ -73,6 +79,11 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object")
+    return body
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    body = request_object(raw, allow_nan=False)
     messages = body.get("messages")
     if messages is None:
         raise BadRequest("Missing required parameter: 'messages'", param="messages")

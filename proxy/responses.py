@@ -29,13 +29,17 @@ import aiohttp
 from aiohttp import web
 
 from proxy import json_codec
-from proxy.chat import read_upstream_body, relay_error_reply, stream_slot, with_deadline
+from proxy.chat import (
+    check_json_reply,
+    read_upstream_body,
+    relay_error_reply,
+    stream_slot,
+    with_deadline,
+)
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response, start_response
-from proxy.openai_texts import MalformedReply
 from proxy.refusal import StreamContext, content_filter_error
-from proxy.remote_checks import check_input_remote, check_reply_remote
-from proxy.reply_check import check_reply, reported_error
+from proxy.remote_checks import check_input_remote
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
     ResponsesRequest,
@@ -53,7 +57,6 @@ from proxy.responses_stream import (
 )
 from proxy.state import (
     BLOCKED_HEADER,
-    METRICS,
     RESPONSE_STORE,
     UPSTREAM,
     choose_policy,
@@ -247,30 +250,15 @@ async def _answer_reply(
     request = turn.request
     limit = request.app[UPSTREAM].settings.max_upstream_body_bytes
     body = await read_upstream_body(reply, limit)
+    checked = await check_json_reply(request, policy, chat, body, reply.status)
+    if checked.error is not None:
+        return checked.error  # as on chat: only the (checked) error, none of the fields beside it
+    if checked.blocked:
+        return await _refuse(turn, policy, Stage.OUTPUT)
     try:
-        completion = json_codec.loads(body, unique_keys=True)
-        if not isinstance(completion, dict):
-            raise MalformedReply("the reply is not a JSON object")
-        reported = reported_error(policy, completion, reply.status)
-        if reported is not None:
-            # As on chat: only the (checked) error, none of the fields beside it.
-            log.warning("the upstream reported an error in an HTTP %d reply", reply.status)
-            request.app[METRICS].upstream_errors.labels("bad_reply").inc()
-            return web.Response(body=reported, status=502, content_type="application/json")
-        check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
-        record_findings(request, Stage.OUTPUT, check.findings)
-        blocked = check.blocked
-        if policy.output_remote and not blocked:
-            remote = remote_context(request, policy, conversation_of(chat))
-            outcome = await check_reply_remote(policy, completion, remote)
-            record_findings(request, Stage.OUTPUT, outcome.findings)
-            blocked = outcome.blocked
-        if blocked:
-            return await _refuse(turn, policy, Stage.OUTPUT)
-        # Redactions are in ``completion`` already (check_reply writes them back).
-        events = turn.translator.start() + turn.translator.reply(completion)
-    except (json_codec.InvalidJSON, MalformedReply, MalformedChunk) as exc:
-        # Fail closed: a reply the proxy cannot read is a reply it cannot check.
+        # Redactions are in the completion already (check_reply writes them back).
+        events = turn.translator.start() + turn.translator.reply(checked.completion)
+    except MalformedChunk as exc:
         raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
     final = turn.translator.final
     if final is None or final["status"] == "failed":

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy import json_codec
+from proxy.chat_request import request_object
 from proxy.errors import BadRequest
 from proxy.openai_texts import serialize_arguments
 
@@ -116,19 +116,8 @@ class ResponsesRequest:
 
 
 def parse_responses_request(raw: bytes) -> ResponsesRequest:
-    try:
-        # NaN and Infinity are read, then refused naming their parameter (``_finite``).
-        body = json_codec.loads(raw, unique_keys=True)
-    except json_codec.DuplicateKey as exc:
-        key = exc.key if len(exc.key) <= 64 else exc.key[:64] + "..."
-        raise BadRequest(
-            f"The request body is ambiguous: the key {key!r} appears twice in one object, "
-            "and parsers differ on which one counts"
-        ) from None
-    except json_codec.InvalidJSON as exc:
-        raise BadRequest(f"The request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object")
+    # NaN and Infinity are read, then refused naming their parameter (``_finite``).
+    body = request_object(raw, allow_nan=True)
     for key, value in body.items():
         if key in _UNSUPPORTED:
             # Identity, not equality: 0 == False, yet 0 asks for something all the same.
