@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from shields.base import Finding, Role, Shield
-from shields.scan import TextScan
+from shields.scan import TextScan, scan_whole
 
 __all__ = ["JsonEscapedScan", "check_json_text", "decode_json_escapes"]
 
@@ -209,11 +209,5 @@ def check_json_text(
 ) -> list[Finding]:
     """``check_text`` for JSON text: all findings of ``shields`` on what its escapes stand
     for, in offsets of ``text``."""
-    scan = JsonEscapedScan(
-        TextScan(shields, fail_closed=fail_closed, role=role, fingerprint=fingerprint)
-    )
-    if not scan.active:
-        return []
-    findings = scan.feed(text)
-    findings.extend(scan.finish())
-    return findings
+    text_scan = TextScan(shields, fail_closed=fail_closed, role=role, fingerprint=fingerprint)
+    return scan_whole(JsonEscapedScan(text_scan), text)

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
+from typing import Protocol
 
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
 from shields.normalize import IdentityNormalizer, StreamNormalizer
@@ -19,10 +20,12 @@ from shields.normalize import IdentityNormalizer, StreamNormalizer
 __all__ = [
     "RedactionSpan",
     "TextScan",
+    "WholeScan",
     "check_request",
     "check_text",
     "merge_redactions",
     "redact",
+    "scan_whole",
 ]
 
 log = logging.getLogger("shieldgate.shields")
@@ -317,7 +320,24 @@ def check_text(
     fingerprint: Callable[[str], str] | None = None,
 ) -> list[Finding]:
     """All findings of ``shields`` on one whole text."""
-    scan = TextScan(shields, fail_closed=fail_closed, role=role, fingerprint=fingerprint)
+    return scan_whole(
+        TextScan(shields, fail_closed=fail_closed, role=role, fingerprint=fingerprint), text
+    )
+
+
+class WholeScan(Protocol):
+    """What ``scan_whole`` needs of a scan: ``TextScan`` and the scans that wrap one."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def feed(self, raw: str) -> list[Finding]: ...
+
+    def finish(self) -> list[Finding]: ...
+
+
+def scan_whole(scan: WholeScan, text: str) -> list[Finding]:
+    """All findings of a fresh ``scan`` on one whole text."""
     if not scan.active:
         return []
     findings = scan.feed(text)
