@@ -19,7 +19,7 @@ from proxy.openai_texts import TextField, serialize_arguments
 from shields.base import Action, Finding, Role, Shield, Stage
 from shields.json_escapes import JsonEscapedScan
 from shields.policy import CompiledPolicy
-from shields.scan import TextScan, check_request, merge_redactions, redact
+from shields.scan import TextScan, check_request, merge_redactions, redact, scan_whole
 
 __all__ = [
     "PART_SEPARATOR",
@@ -300,15 +300,15 @@ def _scan_message(
     if not text_scan.active:
         return None
     scan = JsonEscapedScan(text_scan) if message.json_text else text_scan
+    # One scan of the joined text: a scan per part costs ~10 µs each, and a request may hold
+    # a hundred thousand tiny parts.
     offsets = []
-    findings: list[Finding] = []
-    for k, text_field in enumerate(message.fields):
-        if k and separator:
-            findings += scan.feed(separator)
-        offsets.append(scan.received)
-        findings += scan.feed(text_field.text)
-    findings += scan.finish()
-    return findings, offsets
+    start = 0
+    for text_field in message.fields:
+        offsets.append(start)
+        start += len(text_field.text) + len(separator)
+    text = separator.join([text_field.text for text_field in message.fields])
+    return scan_whole(scan, text), offsets
 
 
 def _across_parts(
