@@ -14,7 +14,6 @@ from pydantic import ValidationError
 
 from proxy.audit import audit_log_problem
 from proxy.keys import keys_file_problem, new_key_command
-from proxy.logs import configure_logging
 from proxy.settings import Settings, read_config_file
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
@@ -186,7 +185,9 @@ def _serve_command(args: argparse.Namespace) -> int:
         settings = Settings.from_sources(flags, config=config)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+            ".".join(map(str, e["loc"]))
+            + ": " * bool(e["loc"])
+            + e["msg"].removeprefix("Value error, ")
             for e in exc.errors(include_url=False)
         )
         return _fail(f"invalid setting: {problems}")
@@ -200,6 +201,10 @@ def _serve_command(args: argparse.Namespace) -> int:
         return _fail(problem)  # checked here too, before any worker starts: exit status 2
     if settings.audit_log and (problem := audit_log_problem(settings.audit_log)):
         return _fail(problem)  # not "cannot listen": the socket is not what failed
+    # Imported here: it loads aiohttp, which the offline commands (check, test, scan) never
+    # need, so a pre-commit hook does not pay for it.
+    from proxy.logs import configure_logging
+
     configure_logging(settings.log_level, json_format=settings.log_format == "json")
     if settings.workers > 1:
         from proxy.workers import serve_workers

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from yarl import URL
 
 __all__ = ["DEFAULT_UPSTREAM", "Settings", "read_config_file"]
@@ -106,6 +106,21 @@ class Settings(BaseModel):
             raise ValueError(f"upstream is not a valid URL, got {value!r}")
         return value.rstrip("/")
 
+    @model_validator(mode="after")
+    def _upstream_is_not_the_proxy(self) -> Settings:
+        # An upstream on the proxy's own address would send every request back to itself
+        # until the connections run out: refused at start-up instead. (A client's
+        # OPENAI_BASE_URL pointing at the proxy is the usual way to get here.)
+        url = URL(self.upstream)
+        local = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", self.host.strip("[]").lower()}
+        if self.port and url.port == self.port and (url.host or "").lower() in local:
+            raise ValueError(
+                f"upstream {self.upstream} is this proxy's own address "
+                f"({self.host}:{self.port}): requests would come back to it; set the model "
+                "server's URL"
+            )
+        return self
+
     @classmethod
     def from_sources(
         cls,
@@ -115,12 +130,15 @@ class Settings(BaseModel):
         config: Mapping[str, Any] | None = None,
     ) -> Settings:
         """Flags win over ``SHIELDGATE_*`` variables, which win over the config file's
-        values, which win over the defaults."""
+        values, which win over ``OPENAI_BASE_URL`` (for ``upstream``), which wins over the
+        defaults."""
         env = os.environ if environ is None else environ
-        values: dict[str, Any] = dict(config or {})
-        # The OpenAI SDKs' own variable, so an existing setup needs no new configuration.
+        values: dict[str, Any] = {}
+        # The OpenAI SDKs' own variable, so an existing setup needs no new configuration; the
+        # weakest source, since clients may have it pointing at the proxy itself.
         if env.get("OPENAI_BASE_URL"):
             values["upstream"] = env["OPENAI_BASE_URL"]
+        values.update(config or {})
         for name in cls.model_fields:
             value = env.get(f"SHIELDGATE_{name.upper()}")
             if value:  # set and not empty; pydantic converts "2.5" to a float and so on

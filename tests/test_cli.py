@@ -561,3 +561,36 @@ def test_config_file_feeds_settings_below_variables_and_flags(tmp_path: Path) ->
     )
     assert result.returncode == 2 and "unknown settings: colour" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_openai_base_url_is_the_weakest_source_of_the_upstream() -> None:
+    from proxy.settings import Settings
+
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9001/v1"}
+    config = {"upstream": "http://127.0.0.1:9002/v1"}
+    assert Settings.from_sources({}, env).upstream == "http://127.0.0.1:9001/v1"
+    assert Settings.from_sources({}, env, config=config).upstream == "http://127.0.0.1:9002/v1"
+    env["SHIELDGATE_UPSTREAM"] = "http://127.0.0.1:9003/v1"
+    assert Settings.from_sources({}, env, config=config).upstream == "http://127.0.0.1:9003/v1"
+
+
+@pytest.mark.parametrize(
+    "upstream", ["http://127.0.0.1:8080/v1", "http://localhost:8080", "http://[::1]:8080/v1"]
+)
+def test_an_upstream_on_the_proxys_own_address_is_refused_at_start(upstream: str) -> None:
+    # A client's OPENAI_BASE_URL pointing at the proxy, read as its upstream, would make every
+    # request come back to the proxy.
+    env = clean_env(SHIELDGATE_UPSTREAM="", OPENAI_BASE_URL=upstream)
+    result = subprocess.run(
+        [sys.executable, "-m", "proxy", "serve", "--port", "8080"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "is this proxy's own address" in result.stderr and "Traceback" not in result.stderr
+    # Another port on the same host is another server.
+    from proxy.settings import Settings
+
+    assert Settings(upstream=upstream.replace("8080", "8000"), port=8080).port == 8080

@@ -978,3 +978,31 @@ def test_scan_offsets_point_at_the_disguised_phrase(text: str) -> None:
     folded = unicodedata.normalize("NFKC", span).casefold()
     visible = "".join(c for c in folded if c.isspace() or c.isprintable())
     assert " ".join(visible.split()) == "build a bomb"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["check", "policies/"], ["test", "policies/"], ["scan", "--stage", "output"]],
+    ids=["check", "test", "scan"],
+)
+def test_the_offline_commands_never_load_aiohttp(argv: list[str]) -> None:
+    # A pre-commit hook runs `check` on every commit: the HTTP stack is a second of imports
+    # it has no use for.
+    probe = (
+        "import sys\nfrom proxy.cli import main\n"
+        f"code = main({argv!r})\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'aiohttp')\n"
+        "print('AIOHTTP', code, loaded, file=sys.stderr)\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=b'{"id": 1, "text": "hello"}\n',
+        capture_output=True,
+        cwd=repo,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+    line = [x for x in done.stderr.decode().splitlines() if x.startswith("AIOHTTP")]
+    assert line == ["AIOHTTP 0 []"], done.stderr.decode()[-2000:]
