@@ -118,7 +118,9 @@ def load_policy_set(path: str | Path) -> PolicySet:
         policies[policy.name] = policy
     if not policies and not problems:
         problems.append(Problem(str(path), "the directory holds no policy files"))
-    routes = _routes(path, policies, problems)
+    # Once a policy file failed, a route naming it would be reported again as unknown: its
+    # own problems say it all.
+    routes = _routes(path, policies, problems, check_names=not problems)
     if problems:
         raise PolicyError(problems)
     assert routes is not None
@@ -130,7 +132,11 @@ def load_policy_set(path: str | Path) -> PolicySet:
 
 
 def _routes(
-    directory: Path, policies: Mapping[str, CompiledPolicy], problems: list[Problem]
+    directory: Path,
+    policies: Mapping[str, CompiledPolicy],
+    problems: list[Problem],
+    *,
+    check_names: bool = True,
 ) -> Routes | None:
     file = directory / ROUTES_FILE
     if not file.exists():
@@ -173,7 +179,7 @@ def _routes(
         (f"models[{i}].policy", r.policy) for i, r in enumerate(routes.models)
     ]
     for where, name in named:
-        if name not in policies:
+        if check_names and name not in policies:
             message = f"no policy is named {name!r} (policies: {known})"
             problems.append(locate(Problem(source, message, where), tree))
     return routes

@@ -77,6 +77,14 @@ def test_routes_naming_unknown_policies_are_located(tmp_path: Path) -> None:
     ]
 
 
+def test_a_broken_policy_is_not_reported_again_as_an_unknown_route(tmp_path: Path) -> None:
+    folder = directory(tmp_path)
+    (folder / "strict.yaml").write_text("name: strict\ninput: [\n")  # invalid YAML
+    problems = problems_of(folder)
+    assert len(problems) == 1 and problems[0].startswith(f"{folder}/strict.yaml:"), problems
+    assert "invalid YAML" in problems[0]
+
+
 def test_duplicate_names_and_ambiguous_defaults_are_errors(tmp_path: Path) -> None:
     folder = directory(tmp_path, routes=None)
     (folder / "strict-copy.yaml").write_text(STRICT)
