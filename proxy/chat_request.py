@@ -49,6 +49,9 @@ class MessageText:
     fields: list[TextField] = field(default_factory=list)
     # The text is JSON (a tool call's arguments): the shields read what its escapes stand for.
     json_text: bool = False
+    # Runs of ``fields`` (start, end) that a chat template may join without a separator: the
+    # content parts, the reasoning_details items. The message's other fields stay apart.
+    joined: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -140,7 +143,9 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
         if isinstance(value, str):
             content.fields.append(TextField((i, key), message, key, value))
         elif key == "content" and isinstance(value, list):
+            first = len(content.fields)
             _parts(value, where, content)
+            content.joined.append((first, len(content.fields)))
         else:
             raise BadRequest(
                 f"{where}.{key} must be a string"
@@ -150,7 +155,9 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
             )
     details = message.get("reasoning_details")
     if details is not None:
+        first = len(content.fields)
         _reasoning_details(details, f"{where}.reasoning_details", content)
+        content.joined.append((first, len(content.fields)))
     texts = [content]
     tool_calls = message.get("tool_calls")
     if tool_calls is not None:
@@ -261,8 +268,11 @@ def check_input(
         if scanned is None:
             continue
         message_findings, offsets = scanned
-        if len(message.fields) > 1:
-            message_findings += _across_parts(shields, message, fail_closed, fingerprint)
+        for run in message.joined:
+            if run[1] - run[0] > 1:
+                message_findings += _across_parts(
+                    shields, message, run, offsets, fail_closed, fingerprint
+                )
         if not message_findings:  # the usual case: nothing to enforce
             continue
         findings += message_findings
@@ -314,27 +324,28 @@ def _scan_message(
 def _across_parts(
     shields: Sequence[Shield],
     message: MessageText,
+    run: tuple[int, int],
+    offsets: list[int],
     fail_closed: bool,
     fingerprint: Callable[[str], str] | None,
 ) -> list[Finding]:
-    """What the parts of a message hold joined without a separator and not one by one: the
-    findings that cross a part's end, in the offsets of the parts joined by PART_SEPARATOR."""
-    scanned = _scan_message(shields, message, "", fail_closed, fingerprint)
+    """What a run of a message's fields (its content parts, say) holds joined without a
+    separator and not one by one: the findings that cross a field's end, in the offsets of
+    the message's fields joined by PART_SEPARATOR (``offsets``: where each starts there)."""
+    first, end = run
+    parts = MessageText(message.role, message.message_index, message.fields[first:end])
+    scanned = _scan_message(shields, parts, "", fail_closed, fingerprint)
     if scanned is None:
         return []
-    findings, offsets = scanned
+    findings, joined = scanned
     crossing = []
     for finding in findings:
-        first = bisect_right(offsets, finding.start) - 1
-        last = bisect_right(offsets, max(finding.end - 1, finding.start)) - 1
-        if first != last:
-            # Field k starts k separators further on in the joined-by-separator text.
-            shift = len(PART_SEPARATOR)
-            crossing.append(
-                replace(
-                    finding, start=finding.start + first * shift, end=finding.end + last * shift
-                )
-            )
+        start_part = bisect_right(joined, finding.start) - 1
+        end_part = bisect_right(joined, max(finding.end - 1, finding.start)) - 1
+        if start_part != end_part:
+            start = offsets[first + start_part] + finding.start - joined[start_part]
+            stop = offsets[first + end_part] + finding.end - joined[end_part]
+            crossing.append(replace(finding, start=start, end=stop))
     return crossing
 
 

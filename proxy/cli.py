@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from proxy.audit import audit_log_problem
 from proxy.keys import keys_file_problem, new_key_command
-from proxy.settings import Settings, read_config_file
+from proxy.settings import Settings, read_config_file, upstream_loop_problem
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.pipeline import BlockingRemote
@@ -191,6 +191,8 @@ def _serve_command(args: argparse.Namespace) -> int:
             for e in exc.errors(include_url=False)
         )
         return _fail(f"invalid setting: {problems}")
+    if problem := upstream_loop_problem(settings):
+        return _fail(f"invalid setting: {problem}")
     try:
         # Checked here even with --workers, which load it again: a bad policy is one message
         # and exit status 2 before any process starts.

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from yarl import URL
 
 __all__ = ["DEFAULT_UPSTREAM", "Settings", "read_config_file"]
@@ -106,21 +106,6 @@ class Settings(BaseModel):
             raise ValueError(f"upstream is not a valid URL, got {value!r}")
         return value.rstrip("/")
 
-    @model_validator(mode="after")
-    def _upstream_is_not_the_proxy(self) -> Settings:
-        # An upstream on the proxy's own address would send every request back to itself
-        # until the connections run out: refused at start-up instead. (A client's
-        # OPENAI_BASE_URL pointing at the proxy is the usual way to get here.)
-        url = URL(self.upstream)
-        local = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", self.host.strip("[]").lower()}
-        if self.port and url.port == self.port and (url.host or "").lower() in local:
-            raise ValueError(
-                f"upstream {self.upstream} is this proxy's own address "
-                f"({self.host}:{self.port}): requests would come back to it; set the model "
-                "server's URL"
-            )
-        return self
-
     @classmethod
     def from_sources(
         cls,
@@ -164,3 +149,19 @@ def read_config_file(path: str) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"{path}: unknown settings: {', '.join(unknown)}")
     return {str(key): value for key, value in document.items()}
+
+
+def upstream_loop_problem(settings: Settings) -> str | None:
+    """Why ``shieldgate serve`` must not start with this upstream: it is the proxy's own
+    address, so every request would come back to it until the connections run out (a
+    client's OPENAI_BASE_URL pointing at the proxy is the usual way to get here). Only the
+    CLI knows the address it listens on; under gunicorn, ``--bind`` decides."""
+    url = URL(settings.upstream)
+    local = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", settings.host.strip("[]").lower()}
+    if settings.port and url.port == settings.port and (url.host or "").lower() in local:
+        return (
+            f"upstream {settings.upstream} is this proxy's own address "
+            f"({settings.host}:{settings.port}): requests would come back to it; set the "
+            "model server's URL"
+        )
+    return None

@@ -590,7 +590,26 @@ def test_an_upstream_on_the_proxys_own_address_is_refused_at_start(upstream: str
     )
     assert result.returncode == 2, result.stderr
     assert "is this proxy's own address" in result.stderr and "Traceback" not in result.stderr
-    # Another port on the same host is another server.
-    from proxy.settings import Settings
+    # Another port on the same host is another server; and under gunicorn, whose --bind
+    # decides the address, the settings' default port says nothing.
+    from proxy.settings import Settings, upstream_loop_problem
 
-    assert Settings(upstream=upstream.replace("8080", "8000"), port=8080).port == 8080
+    assert upstream_loop_problem(Settings(upstream=upstream, port=8080)) is not None
+    assert upstream_loop_problem(Settings(upstream=upstream.replace("8080", "8000"))) is None
+    assert Settings(upstream=upstream).upstream == upstream.rstrip("/")
+
+
+def test_a_gunicorn_worker_boots_with_an_upstream_on_port_8080() -> None:
+    # llama.cpp's default port is the proxy's default port: under gunicorn --bind decides
+    # where the proxy listens, so the settings' default port is no reason to refuse. (In a
+    # child process: the worker configures the process's logging.)
+    probe = (
+        "import asyncio\nfrom proxy.gunicorn_app import app\n"
+        "async def boot():\n    runner = await app()\n    await runner.cleanup()\n"
+        "asyncio.run(boot())\nprint('BOOTED')\n"
+    )
+    env = clean_env(SHIELDGATE_UPSTREAM="http://127.0.0.1:8080/v1")
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0 and "BOOTED" in result.stdout, result.stderr[-2000:]

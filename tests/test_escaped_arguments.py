@@ -281,3 +281,21 @@ async def test_reasoning_of_the_wrong_shape_in_a_request_is_a_400(
         status, _, raw = await post(http, proxy, {"model": "m", "messages": messages})
         assert status == 400 and key.encode() in raw, (key, raw)
     assert upstream.requests == []
+
+
+async def test_a_secret_split_over_parts_is_redacted_whatever_else_the_message_carries(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # The message's other fields (name, reasoning) are not part of the content's parts: joined
+    # to them without a separator they would lengthen the token past its pattern.
+    proxy = await make_proxy()
+    extras: list[dict[str, str]] = [{}, {"name": "al"}, {"reasoning_content": "fine"}]
+    for extra in extras:
+        upstream.enqueue(Reply(body=json_bytes(chat_completion("ok"))))
+        content = parts("x y", "key " + GH_TOKEN[:10], GH_TOKEN[10:])
+        message = {"role": "user", "content": content, **extra}
+        status, _, _ = await post(http, proxy, {"model": "m", "messages": [message]})
+        assert status == 200
+        sent = upstream.requests[-1].json()["messages"][0]
+        texts = [part["text"] for part in sent["content"]]
+        assert texts == ["x y", "key [CREDENTIAL]", ""], (extra, texts)
