@@ -15,7 +15,7 @@ from typing import Any
 
 from proxy import json_codec
 from proxy.errors import BadRequest
-from proxy.openai_texts import TextField, serialize_arguments
+from proxy.openai_texts import TextField, joined_text, serialize_arguments
 from shields.base import Action, Finding, Role, Shield, Stage
 from shields.json_escapes import JsonEscapedScan
 from shields.policy import CompiledPolicy
@@ -312,12 +312,7 @@ def _scan_message(
     scan = JsonEscapedScan(text_scan) if message.json_text else text_scan
     # One scan of the joined text: a scan per part costs ~10 µs each, and a request may hold
     # a hundred thousand tiny parts.
-    offsets = []
-    start = 0
-    for text_field in message.fields:
-        offsets.append(start)
-        start += len(text_field.text) + len(separator)
-    text = separator.join([text_field.text for text_field in message.fields])
+    text, offsets = joined_text(message.fields, separator)
     return scan_whole(scan, text), offsets
 
 

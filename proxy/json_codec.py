@@ -65,35 +65,24 @@ def loads(data: bytes, *, unique_keys: bool = False, allow_nan: bool = True) -> 
     back. Anything else needs every object's keys in order, which orjson does not give:
     Python's ``json`` parses it again (~5x orjson's time: ~20 µs for a 4 KB request).
     """
-    if unique_keys or not allow_nan:
-        if unique_keys:
-            try:
-                value = orjson.loads(data)
-                if orjson.dumps(value) == data:
-                    return value
-            except (orjson.JSONDecodeError, TypeError):
-                pass
-        try:
-            return json.loads(
-                data,
-                object_pairs_hook=_unique_keys if unique_keys else None,
-                parse_constant=None if allow_nan else _not_a_number,
-                parse_float=None if allow_nan else _finite_float,
-            )
-        except RecursionError:
-            raise InvalidJSON("JSON nested too deeply") from None
-        except InvalidJSON:
-            raise
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidJSON(str(exc)) from None
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)  # never NaN or infinity: orjson refuses them
     except orjson.JSONDecodeError:
-        pass
+        pass  # not JSON, or JSON only Python's parser reads (NaN, huge integers): it says which
+    else:
+        if not unique_keys or orjson.dumps(value) == data:
+            return value
     try:
-        return json.loads(data)
+        return json.loads(
+            data,
+            object_pairs_hook=_unique_keys if unique_keys else None,
+            parse_constant=None if allow_nan else _not_a_number,
+            parse_float=None if allow_nan else _finite_float,
+        )
     except RecursionError:
         raise InvalidJSON("JSON nested too deeply") from None
+    except InvalidJSON:
+        raise
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJSON(str(exc)) from None
 

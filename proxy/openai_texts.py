@@ -28,7 +28,7 @@ Any of these in a shape other than the documented one raises :class:`MalformedRe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "MalformedReply",
     "TextField",
     "choice_message",
+    "joined_text",
     "reply_fields",
 ]
 
@@ -80,6 +81,17 @@ class TextField:
             except ValueError:
                 pass  # a redaction broke the JSON: the string form is the honest one
         self.holder[self.key] = text
+
+
+def joined_text(fields: Sequence[TextField], separator: str = "") -> tuple[str, list[int]]:
+    """The fields' texts joined by ``separator`` (one text to scan), and where each starts in
+    it (to write a redaction back into each field)."""
+    offsets = []
+    start = 0
+    for text_field in fields:
+        offsets.append(start)
+        start += len(text_field.text) + len(separator)
+    return separator.join([text_field.text for text_field in fields]), offsets
 
 
 def serialize_arguments(value: dict[str, Any]) -> str:

@@ -15,7 +15,13 @@ from typing import Any
 
 from proxy import json_codec
 from proxy.errors import error_body
-from proxy.openai_texts import MalformedReply, TextField, choice_message, reply_fields
+from proxy.openai_texts import (
+    MalformedReply,
+    TextField,
+    choice_message,
+    joined_text,
+    reply_fields,
+)
 from shields.base import Action, Finding, Shield, Stage
 from shields.json_escapes import check_json_text
 from shields.policy import CompiledPolicy
@@ -112,14 +118,7 @@ def _check_channel(
 ) -> tuple[list[Finding], list[int]]:
     """The findings in a channel's fields joined, and where each field starts."""
     check = check_json_text if is_json_text(channel) else check_text
-    if len(fields) == 1:
-        return check(shields, fields[0].text, fail_closed=fail_closed, fingerprint=fingerprint), [0]
-    offsets = []
-    start = 0
-    for text_field in fields:
-        offsets.append(start)
-        start += len(text_field.text)
-    text = "".join(text_field.text for text_field in fields)
+    text, offsets = joined_text(fields)
     return check(shields, text, fail_closed=fail_closed, fingerprint=fingerprint), offsets
 
 

@@ -165,10 +165,6 @@ class JsonEscapedScan:
         return self._scan.active
 
     @property
-    def finished(self) -> bool:
-        return self._scan.finished
-
-    @property
     def received(self) -> int:
         """Characters taken in so far (an unfinished escape included)."""
         return self._decoder.received + len(self._decoder.tail)
