@@ -32,7 +32,7 @@ from shields.policy import CompiledPolicy, parse_policy
 from shields.routing import PolicySet
 from tests.fake_upstream import FakeUpstream
 
-__all__ = ["FAST_SETTINGS", "ProxyFactory", "load_test_policy"]
+__all__ = ["FAST_SETTINGS", "PolicySource", "ProxyFactory", "load_test_policy"]
 
 # Small timeouts so a test about failures takes milliseconds, not the production defaults
 # (10 s connect, 600 s read, 0.25 s backoff). A test may override any of them.
