@@ -30,7 +30,7 @@ def main() -> None:
     patched = _plain_buffers(llama_cpp.llama_model_default_params)
     # llama.py reads the function through its module attribute at model load time.
     llama_cpp.llama.llama_cpp.llama_model_default_params = patched  # type: ignore[attr-defined]
-    serve()
+    serve()  # type: ignore[no-untyped-call]
 
 
 if __name__ == "__main__":
