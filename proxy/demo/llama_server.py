@@ -22,7 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,11 +79,17 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(log_path: Path, *, n_ctx: int = 2048) -> Iterator[LlamaServer]:
+def running_server(
+    log_path: Path,
+    *,
+    n_ctx: int = 2048,
+    progress: Callable[[float], None] | None = None,
+) -> Iterator[LlamaServer]:
     """Start the server, wait until it answers ``/v1/models``, stop it on exit.
 
     ``--interrupt_requests False``: otherwise a second request cuts the stream in flight.
     The server's own output goes to ``log_path`` (it is chatty), which a failure message names.
+    ``progress`` is called about once a second while the model loads, with the seconds waited.
     """
     port = free_port()
     command = [
@@ -108,7 +114,7 @@ def running_server(log_path: Path, *, n_ctx: int = 2048) -> Iterator[LlamaServer
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        _wait_until_serving(base_url, process, log_path)
+        _wait_until_serving(base_url, process, log_path, progress)
         yield LlamaServer(base_url=base_url, model=MODEL_ALIAS, process=process)
     finally:
         process.terminate()
@@ -119,9 +125,19 @@ def running_server(log_path: Path, *, n_ctx: int = 2048) -> Iterator[LlamaServer
             process.wait()
 
 
-def _wait_until_serving(base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = time.monotonic() + _START_TIMEOUT_S
+def _wait_until_serving(
+    base_url: str,
+    process: subprocess.Popen[bytes],
+    log_path: Path,
+    progress: Callable[[float], None] | None,
+) -> None:
+    started = time.monotonic()
+    deadline = started + _START_TIMEOUT_S
+    next_report = started + 1.0
     while time.monotonic() < deadline:
+        if progress is not None and time.monotonic() >= next_report:
+            progress(time.monotonic() - started)
+            next_report += 1.0
         if process.poll() is not None:
             tail = log_path.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"llama.cpp server exited with {process.returncode}:\n{tail}")
