@@ -280,7 +280,7 @@ async def check_json_reply(
             error = web.Response(body=reported, status=502, content_type="application/json")
             return CheckedReply(completion, False, False, error)
         started = time.perf_counter()
-        check = check_reply(policy, completion, fingerprint=fingerprint_for(request))
+        check = check_reply(policy, completion, n=chat.n, fingerprint=fingerprint_for(request))
         metrics.child(metrics.stage_seconds, "output").observe(time.perf_counter() - started)
         record_findings(request, Stage.OUTPUT, check.findings)
         blocked, redacted = check.blocked, check.redacted

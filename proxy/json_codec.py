@@ -2,7 +2,14 @@
 
 orjson rejects a few things Python's ``json`` accepts — NaN, integers beyond 64 bits — so a
 valid body must not become an error just because of the fast path; and deep nesting must be a
-clear error, never a RecursionError that escapes as a 500.
+clear error, never a RecursionError (or orjson's TypeError) that escapes as a 500.
+
+Nesting deeper than ``MAX_DEPTH`` is ``InvalidJSON``, whichever parser read it and whatever the
+caller asked for: orjson reads 1,024 levels but writes only 254, so a deeper value would fail
+later, wherever it is written back (a redaction, a store, a translation) — as a 500, or a cut
+stream. Refusing it here makes it a 400 for a request and a 502 (or an in-band error) for an
+upstream reply, and guarantees that every value ``loads`` returns can be written by orjson as
+far as nesting goes.
 
 A client's request body is forwarded as it came, so it is read with ``unique_keys``: an object
 with the same key twice means whatever each parser decides (the last value here, possibly the
@@ -17,7 +24,14 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DuplicateKey", "InvalidJSON", "dumps", "loads"]
+__all__ = ["MAX_DEPTH", "DuplicateKey", "InvalidJSON", "dumps", "loads"]
+
+# Arrays and objects nested in one another, at most: what orjson writes (255 levels raise
+# "Recursion limit reached"). No request or reply of the APIs served needs a tenth of it.
+MAX_DEPTH = 254
+_TOO_DEEP = f"JSON nested more than {MAX_DEPTH} levels deep"
+# orjson's message when it refuses to write a value nested too deeply.
+_ORJSON_TOO_DEEP = "Recursion limit reached"
 
 
 class InvalidJSON(ValueError):
@@ -58,7 +72,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def loads(data: bytes, *, unique_keys: bool = False, allow_nan: bool = True) -> Any:
     """Decodes JSON; with ``unique_keys``, an object with a repeated key is ``DuplicateKey``;
-    without ``allow_nan``, ``NaN`` and ``Infinity`` (which are not JSON) are ``InvalidJSON``.
+    without ``allow_nan``, ``NaN`` and ``Infinity`` (which are not JSON) are ``InvalidJSON``;
+    nesting deeper than ``MAX_DEPTH`` is always ``InvalidJSON``.
 
     Compact JSON as servers write it (no spaces, what orjson writes back) is proved free of
     repeated keys by orjson alone: a repeated key would be one pair short in what it writes
@@ -70,21 +85,68 @@ def loads(data: bytes, *, unique_keys: bool = False, allow_nan: bool = True) -> 
     except orjson.JSONDecodeError:
         pass  # not JSON, or JSON only Python's parser reads (NaN, huge integers): it says which
     else:
-        if not unique_keys or orjson.dumps(value) == data:
+        if not unique_keys:
+            _check_depth(data, value)
+            return value
+        try:
+            compact = orjson.dumps(value) == data  # written back: no deeper than MAX_DEPTH
+        except TypeError as exc:
+            if str(exc) == _ORJSON_TOO_DEEP:
+                raise InvalidJSON(_TOO_DEEP) from None
+            compact = False  # cannot happen to what orjson read; the slow path decides
+        if compact:
             return value
     try:
-        return json.loads(
+        value = json.loads(
             data,
             object_pairs_hook=_unique_keys if unique_keys else None,
             parse_constant=None if allow_nan else _not_a_number,
             parse_float=None if allow_nan else _finite_float,
         )
     except RecursionError:
-        raise InvalidJSON("JSON nested too deeply") from None
+        raise InvalidJSON(_TOO_DEEP) from None
     except InvalidJSON:
         raise
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJSON(str(exc)) from None
+    _check_depth(data, value)
+    return value
+
+
+def _check_depth(data: bytes, value: Any) -> None:
+    """InvalidJSON when ``value`` (parsed from ``data``) nests deeper than ``MAX_DEPTH``.
+
+    Almost always proved by counting brackets in C: fewer than MAX_DEPTH cannot nest deeper.
+    Otherwise orjson tries to write it (C again); only a value it refuses for another reason
+    (a lone surrogate, an integer beyond 64 bits: the ``json`` path's) is walked in Python.
+    """
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:
+        if str(exc) == _ORJSON_TOO_DEEP or _depth(value) > MAX_DEPTH:
+            raise InvalidJSON(_TOO_DEEP) from None
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar: 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_DEPTH:
+                break  # deep enough to refuse: the rest does not matter
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def dumps(value: Any) -> bytes:

@@ -23,6 +23,18 @@ split across stream deltas is checked joined:
   nothing else may use those names.
 
 Any of these in a shape other than the documented one raises :class:`MalformedReply`.
+
+Indices. The channels are keyed by choice and tool-call index, so an index must mean to every
+client what it means here. In a stream, clients assemble choices and tool calls into lists by
+index — the SDK's ``ChatCompletionStreamState`` takes a first chunk's choices and a first
+delta's tool calls by position, later ones by index into its list, where ``-1`` is the last
+entry and an index past the end is appended (joining a later, lower index); a ``choices[0]``
+loop reads positions. Those readings agree with the channels only when each index is a plain
+integer, every new one is the next in line (0, 1, 2, ...), no list names one twice, choices
+stay below the request's ``n`` and tool calls below ``MAX_TOOL_CALLS`` (:class:`StreamIndices`).
+A whole reply is read by position (by clients and by the Responses translation alike); an
+``index`` there must still be a possible one: an integer from 0 up to the choices asked for or
+the calls in the list.
 """
 
 from __future__ import annotations
@@ -33,10 +45,13 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "MAX_TOOL_CALLS",
     "READERS",
     "TEXT_KEYS",
     "MalformedReply",
+    "StreamIndices",
     "TextField",
+    "check_choice_index",
     "choice_message",
     "joined_text",
     "reply_fields",
@@ -56,8 +71,58 @@ READERS = TEXT_KEYS | {"tool_calls", "function_call", "audio", "reasoning_detail
 _MISPLACED = {False: ("delta", "text"), True: ("message", "text")}
 
 
+# Tool calls one choice of a stream may open (indices 0 to 127): OpenAI accepts at most 128
+# tools in a request, and every call opens channels with scanners of their own.
+MAX_TOOL_CALLS = 128
+
+
 class MalformedReply(ValueError):
     """The upstream sent a shape the proxy cannot check: fail closed."""
+
+
+class StreamIndices:
+    """The choice and tool-call indices a stream has opened: each new one must be the next.
+
+    ``choices`` is how many choice indices are open (0 to ``choices - 1``); the guard checks
+    an index against it inline (the per-token path) and calls ``open_choice`` only for one
+    outside it. Raises MalformedReply for an index a client could map elsewhere than the
+    guard's channels (see the module's docstring).
+    """
+
+    __slots__ = ("_calls", "choices", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n  # the choices the request asked for
+        self.choices = 0
+        self._calls: dict[int, int] = {}  # choice index -> tool-call indices open
+
+    def open_choice(self, index: Any) -> None:
+        """A choice index not open yet: accepted only as the next one, below ``n``."""
+        if type(index) is not int:
+            raise MalformedReply("a choice's `index` is not an integer")
+        if index < 0 or index >= self.n:
+            raise MalformedReply(f"a choice's `index` is outside the {self.n} asked for")
+        if index != self.choices:
+            raise MalformedReply("a choice's `index` skips one that has not come yet")
+        self.choices = index + 1
+
+    def tool_call(self, choice: int, index: int) -> None:
+        """A streamed tool call's (integer) ``index`` in ``choice``: open, or the next one."""
+        opened = self._calls.get(choice, 0)
+        if 0 <= index < opened:
+            return
+        if index < 0 or index >= MAX_TOOL_CALLS:
+            raise MalformedReply(f"a tool call's `index` is outside 0 to {MAX_TOOL_CALLS - 1}")
+        if index != opened:
+            raise MalformedReply("a tool call's `index` skips one that has not come yet")
+        self._calls[choice] = index + 1
+
+
+def check_choice_index(choice: dict[str, Any], count: int) -> None:
+    """A whole reply's choice: its ``index``, if any, is one of the ``count`` asked for."""
+    index = choice.get("index")
+    if index is not None and (type(index) is not int or not 0 <= index < count):
+        raise MalformedReply(f"a choice's `index` is outside the {count} asked for")
 
 
 @dataclass(slots=True)
@@ -111,8 +176,13 @@ def choice_message(choice: dict[str, Any], *, stream: bool) -> Any:
     return choice.get("delta" if stream else "message")
 
 
-def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[TextField]:
-    """The text fields of one choice's ``message`` (non-stream) or ``delta`` (stream)."""
+def reply_fields(
+    message: Any, choice_index: int, *, stream: bool, indices: StreamIndices | None = None
+) -> Iterator[TextField]:
+    """The text fields of one choice's ``message`` (non-stream) or ``delta`` (stream).
+
+    ``indices``: the stream's, which new tool-call indices are checked against and opened (the
+    guard's first reading of an event; a re-reading to redact passes none)."""
     if message is None:
         return
     if not isinstance(message, dict):
@@ -131,7 +201,7 @@ def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[T
             else:
                 raise MalformedReply(f"`{key}` is neither a string nor null")
         elif key == "tool_calls":
-            yield from _tool_calls(value, choice_index, stream)
+            yield from _tool_calls(value, choice_index, stream, indices)
         elif key == "audio":
             yield from _transcript(value, choice_index)
         elif key == "reasoning_details":
@@ -140,20 +210,35 @@ def reply_fields(message: Any, choice_index: int, *, stream: bool) -> Iterator[T
             yield from _arguments(value, (choice_index, "function_call"))
 
 
-def _tool_calls(tool_calls: Any, choice_index: int, stream: bool) -> Iterator[TextField]:
+def _tool_calls(
+    tool_calls: Any, choice_index: int, stream: bool, indices: StreamIndices | None
+) -> Iterator[TextField]:
     if not isinstance(tool_calls, list):
         raise MalformedReply("`tool_calls` is not a list")
+    # One list naming an index twice: a client takes a first delta's calls by position, so
+    # the second would be a call of its own there and part of the first here.
+    named: set[int] | None = set() if stream and len(tool_calls) > 1 else None
     for position, call in enumerate(tool_calls):
         if not isinstance(call, dict):
             raise MalformedReply("a tool call is not an object")
+        index = call.get("index")
         if stream:
             # A streamed call continues across deltas by its index (OpenAI, vLLM, llama.cpp
             # and Ollama always send it): without one, which call a piece continues is a
             # guess, and text split across a wrong guess would be checked in halves.
-            index = call.get("index")
             if type(index) is not int:
                 raise MalformedReply("a streamed tool call has no integer `index`")
+            if named is not None:
+                if index in named:
+                    raise MalformedReply("a delta names one tool-call `index` twice")
+                named.add(index)
+            if indices is not None:
+                indices.tool_call(choice_index, index)
         else:
+            # Read by position, as clients read a whole reply; a label that is no position
+            # at all (negative, past the end, not an integer) is a reply a client may misread.
+            if index is not None and (type(index) is not int or not 0 <= index < len(tool_calls)):
+                raise MalformedReply("a tool call's `index` is not a position in its list")
             index = position
         # A call is a ``function`` call or a ``custom`` one (its ``type``); the type is not
         # trusted to say which field holds the text: whichever is present is read.

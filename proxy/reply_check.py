@@ -5,11 +5,15 @@ before any byte of the reply is sent; redactions are written back into the JSON.
 text a redaction changed also loses what repeats its text outside the text fields
 (``withhold_side_channels``): its ``logprobs``, and its ``audio.data`` when the transcript was
 redacted.
+
+An upstream error body (``check_error_body``) is upstream text in every string it holds: the
+message, ``type``, ``code`` and ``param``, whatever a router nests (``metadata.raw``), sibling
+keys and the keys themselves. All of them go through the output shields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +22,7 @@ from proxy.errors import error_body
 from proxy.openai_texts import (
     MalformedReply,
     TextField,
+    check_choice_index,
     choice_message,
     joined_text,
     reply_fields,
@@ -36,6 +41,8 @@ __all__ = [
 ]
 
 _WITHHELD = "The upstream's error message was withheld by the output policy"
+# Any other string of an error body that a blocking shield flagged.
+_WITHHELD_VALUE = "[withheld by the output policy]"
 
 
 @dataclass(slots=True)
@@ -58,10 +65,13 @@ def check_reply(
     policy: CompiledPolicy,
     completion: dict[str, Any],
     *,
+    n: int | None = None,
     fingerprint: Callable[[str], str] | None = None,
 ) -> ReplyCheck:
     """Raises MalformedReply when the completion cannot be read, or reports an error (the
-    caller answers those with ``reported_error`` first: they are not completions)."""
+    caller answers those with ``reported_error`` first: they are not completions).
+
+    ``n``: the choices the request asked for; a choice's ``index`` must be below it."""
     shields = policy.shields(Stage.OUTPUT)
     findings: list[Finding] = []
     blocked = redacted = False
@@ -76,9 +86,11 @@ def check_reply(
         raise MalformedReply("`choices` is not a list")
     fail_closed = policy.spec.on_error == "block"
     enforcing = policy.enforcing
+    asked = len(choices) if n is None else n
     for position, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise MalformedReply("a choice is not an object")
+        check_choice_index(choice, asked)
         # Read even without local shields: the shape check guards the remote shields' reading.
         message = choice_message(choice, stream=False)
         if not shields:
@@ -160,27 +172,121 @@ def reported_error(policy: CompiledPolicy, completion: dict[str, Any], status: i
 def check_error_body(policy: CompiledPolicy, body: bytes, status: int) -> bytes | None:
     """An upstream error reply, checked: ``None`` to relay it as it is, else the body to send.
 
-    Error messages are upstream text too (a server may echo the prompt or a partial answer in
-    them). An OpenAI-shaped error whose message the output shields pass is relayed byte for
-    byte; one they would block or redact gets a generic message of the same shape; a body that
-    is not OpenAI-shaped cannot be checked and is replaced by a generic error.
+    Error bodies are upstream text too (a server may echo the prompt or a partial answer in
+    them, a router the provider's raw reply in ``metadata.raw``), and SDKs show the whole body
+    in an exception's text. Every string in it — values at any depth and keys — is checked, as
+    one text (joined by newlines: a phrase split over two neighbouring values is found too,
+    and a body costs one scan however many strings it holds). An OpenAI-shaped error the
+    output shields pass is relayed byte for byte; a string they would block is replaced by a
+    withheld notice, a redaction is made in place, and the body is written anew. A body that
+    is not OpenAI-shaped, holds a key twice, or has a flagged key cannot be relayed field by
+    field and is replaced by a generic error of the same status.
     """
     shields = policy.shields(Stage.OUTPUT)
     if not shields or not policy.enforcing:
         return None
-    try:
-        parsed = json_codec.loads(body)
-    except json_codec.InvalidJSON:
-        parsed = None
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    if isinstance(error, dict) and (message is None or isinstance(message, str)):
-        found = check_text(shields, message or "", fail_closed=policy.spec.on_error == "block")
-        if not any(not f.monitor for f in found):
-            return None
-        error["message"] = _WITHHELD
-        return json_codec.dumps(parsed)
-    generic = error_body(
-        f"The upstream returned an error (HTTP {status})", type="upstream_error", code=None
+    generic = json_codec.dumps(
+        error_body(
+            f"The upstream returned an error (HTTP {status})", type="upstream_error", code=None
+        )
     )
-    return json_codec.dumps(generic)
+    try:
+        # A repeated key would be read one way here and maybe another by the client.
+        parsed = json_codec.loads(body, unique_keys=True)
+    except json_codec.InvalidJSON:
+        return generic
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str | None):
+        return generic
+    strings = _strings(parsed)
+    offsets = []
+    start = 0
+    for string in strings:
+        offsets.append(start)
+        start += len(string.text) + 1
+    text = "\n".join([string.text for string in strings])
+    found = check_text(shields, text, fail_closed=policy.spec.on_error == "block")
+    enforced = [finding for finding in found if not finding.monitor]
+    if not enforced:
+        return None
+    blocked = _touched(
+        [(f.start, max(f.end, f.start + 1)) for f in enforced if f.action is Action.BLOCK],
+        offsets,
+        strings,
+    )
+    redactions = merge_redactions(enforced)
+    redacted = _touched([(span.start, span.end) for span in redactions], offsets, strings)
+    for offset, string, block, change in zip(offsets, strings, blocked, redacted, strict=True):
+        if not block and not change:
+            continue
+        if string.key_of is not None:
+            return generic  # a key: rewriting it could clash with another, so nothing goes
+        if not block:
+            string.write(redact(string.text, offset, redactions))
+        elif string.holder is error and string.key == "message":
+            string.write(_WITHHELD)
+        else:
+            string.write(_WITHHELD_VALUE)
+    return json_codec.dumps(parsed)
+
+
+@dataclass(slots=True)
+class _BodyString:
+    """A string of an error body: a value (``holder[key]``) or a key (``key_of``'s)."""
+
+    holder: dict[str, Any] | list[Any]
+    key: Any  # a str in an object, an int in a list
+    text: str
+    key_of: dict[str, Any] | None = None
+
+    def write(self, text: str) -> None:
+        self.holder[self.key] = text
+
+
+def _strings(body: dict[str, Any]) -> list[_BodyString]:
+    """Every string of a parsed JSON body: the values in document order (so that a phrase
+    split over two neighbouring values is one text), then the keys. Without recursion
+    (``json_codec`` bounds the depth, not the breadth)."""
+    values: list[_BodyString] = []
+    keys: list[_BodyString] = []
+    stack: list[Iterator[tuple[Any, Any]]] = [iter(body.items())]
+    holders: list[dict[str, Any] | list[Any]] = [body]
+    while stack:
+        holder = holders[-1]
+        for key, value in stack[-1]:
+            if isinstance(key, str):
+                assert isinstance(holder, dict)
+                keys.append(_BodyString(holder, key, key, key_of=holder))
+            if isinstance(value, str):
+                values.append(_BodyString(holder, key, value))
+            elif isinstance(value, dict):
+                stack.append(iter(value.items()))
+                holders.append(value)
+                break
+            elif isinstance(value, list):
+                stack.append(iter(enumerate(value)))
+                holders.append(value)
+                break
+        else:
+            stack.pop()
+            holders.pop()
+    return values + keys
+
+
+def _touched(
+    spans: list[tuple[int, int]], offsets: list[int], strings: Sequence[_BodyString]
+) -> list[bool]:
+    """For each string (at its offset in the joined text), whether any span overlaps it: one
+    pass over both, in order, however many of each a hostile body has."""
+    spans.sort()
+    touched = []
+    at = 0
+    furthest = -1  # the end of the spans passed that reach furthest
+    for offset, string in zip(offsets, strings, strict=True):
+        end = offset + len(string.text)
+        while at < len(spans) and spans[at][0] < end:
+            furthest = max(furthest, spans[at][1])
+            at += 1
+        # The spans starting before the string's end; one that still reaches into it touches it.
+        touched.append(furthest > offset)
+    return touched

@@ -11,6 +11,10 @@ or continued only with the credential that created it.
 
 SQLite is the embedded default (one file, no setup; several proxy processes on one host may
 share it). ``ResponseStore`` is the seam for a shared database serving several hosts.
+
+Ids come from clients (``previous_response_id``, the path of ``GET``/``DELETE``): one the store
+could never have written — not well-formed Unicode (a lone surrogate that SQLite cannot
+encode), or longer than any id the proxy makes — is simply not found, never a store failure.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from typing import Any
 
 from proxy import json_codec
 
-__all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "open_response_store"]
+__all__ = [
+    "ResponseStore",
+    "SQLiteResponseStore",
+    "StoredResponse",
+    "open_response_store",
+    "storable_id",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +44,21 @@ class StoredResponse:
     owner: str  # digest of the credential that created it
     response: dict[str, Any]  # the Response object, as returned to the client
     conversation: list[dict[str, Any]]  # chat messages, instructions excluded
+
+
+# Far above the proxy's own ids ("resp_" and 32 hex digits), far below anything costly.
+_MAX_ID_CHARS = 256
+
+
+def storable_id(response_id: str) -> bool:
+    """Whether ``response_id`` could name a stored response: others are not looked up."""
+    if len(response_id) > _MAX_ID_CHARS:
+        return False
+    try:
+        response_id.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, from a JSON escape or a path
+        return False
+    return True
 
 
 class ResponseStore(abc.ABC):
@@ -140,12 +165,16 @@ class SQLiteResponseStore(ResponseStore):
                 self._conn = None
 
     async def get(self, response_id: str) -> StoredResponse | None:
+        if not storable_id(response_id):
+            return None
         return await asyncio.to_thread(self._get, response_id)
 
     async def put(self, record: StoredResponse) -> None:
         await asyncio.to_thread(self._put, record)
 
     async def delete(self, response_id: str) -> bool:
+        if not storable_id(response_id):
+            return False
         return await asyncio.to_thread(self._delete, response_id)
 
     async def close(self) -> None:

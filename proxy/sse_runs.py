@@ -16,6 +16,12 @@ probe). Since a string body cannot change the JSON's structure, every event of a
 the learned chunk with another text, which is what the per-event path would have seen. Anything
 else — a ``\\u`` escape (which a client may pair across events), a UTF-8 sequence split between
 events, a control character — ends the run or refuses it, and the per-event path takes over.
+
+The choice and tool-call indices are part of the learned bytes, never of the string body: every
+event of a run carries exactly the indices of the event the shape was learned from, which the
+guard's per-event path had read and accepted (``proxy.openai_texts.StreamIndices``) before
+learning it. So a run needs no index check of its own, and an event with any other index does
+not fit the shape and takes the per-event path, where it is checked.
 """
 
 from __future__ import annotations

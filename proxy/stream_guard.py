@@ -37,7 +37,7 @@ from proxy import json_codec
 from proxy.errors import error_body
 from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
-from proxy.openai_texts import MalformedReply, choice_message, reply_fields
+from proxy.openai_texts import MalformedReply, StreamIndices, choice_message, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.reply_check import is_json_text, withhold_side_channels
 from proxy.sse import SSEDecoder, SSEEvent, encode_data
@@ -156,6 +156,8 @@ class StreamGuard:
         self._on_finding = on_finding
         self._fingerprint = fingerprint
         self._finished_choices: set[int] = set()
+        # The request's ``n``: a context starts with one choice per choice asked for.
+        self._indices = StreamIndices(len(context.choices))
         # Choices a redaction touched (any channel), and those whose audio transcript it did.
         self._redacted_choices: set[int] = set()
         self._muted_audio: set[int] = set()
@@ -394,15 +396,21 @@ class StreamGuard:
             return  # usage chunk, or a field we do not know: no text
         if not isinstance(choices, list):
             raise MalformedReply("`choices` is not a list")
-        seen = self._context.choices
+        indices = self._indices
+        # One event naming a choice twice: a client takes a first chunk's choices by position.
+        named: set[int] | None = set() if len(choices) > 1 else None
         for choice in choices:
             if type(choice) is not dict:
                 raise MalformedReply("a choice is not an object")
             index = choice.get("index", 0)
-            if type(index) is not int:
-                raise MalformedReply("a choice's `index` is not an integer")
-            if index not in seen:
-                seen.add(index)
+            # Inline, the common case: an int among the choices open. Anything else must be
+            # the next choice to open (``StreamIndices``), or the stream fails closed.
+            if type(index) is not int or not 0 <= index < indices.choices:
+                indices.open_choice(index)
+            if named is not None:
+                if index in named:
+                    raise MalformedReply("an event names one choice `index` twice")
+                named.add(index)
             if choice.get("finish_reason") is not None:
                 self._finished_choices.add(index)
             if "message" in choice or "text" in choice:
@@ -424,7 +432,8 @@ class StreamGuard:
                 elif value is not None and key in _READERS:
                     # Tool calls, content parts and wrong types take the general reader. It
                     # yields fields in the delta's key order, which _render relies on.
-                    for text_field in reply_fields({key: value}, index, stream=True):
+                    fields = reply_fields({key: value}, index, stream=True, indices=indices)
+                    for text_field in fields:
                         self._feed_text(text_field.channel, text_field.text, item)
 
     def _feed_text(self, key: tuple[Any, ...], text: str, item: _Queued) -> None:

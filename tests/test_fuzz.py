@@ -10,13 +10,20 @@ stream, a policy file from a pull request — and each has one documented way to
   more than ``max_event_bytes``;
 - ``shields.policy.parse_policy`` raises ``PolicyError`` with a message.
 
+Nesting depth is fuzzed on both sides (``nested_json``: up to 1,500 levels of mixed arrays and
+objects, around every limit there is): ``json_codec.loads`` reads up to ``MAX_DEPTH`` and says
+``InvalidJSON`` past it; chat and Responses request bodies are parsed or a ``BadRequest``, and
+a 4xx through the endpoint; a stream event is released or fails the stream closed, an error
+body is relayed or replaced — never an exception.
+
 Anything else — another exception, a 500, a crash, unbounded buffering — fails a test.
 
 Example counts per target (CI / ``SHIELDGATE_FUZZ=nightly``): the parser 200 / 20,000, the
-endpoint 150 / 15,000, each SSE property 500 / 50,000, the policy loader 200 / 20,000 — about
-15 s in all in CI, about 25 minutes nightly on the 2-core development machine. The two modes
-are the hypothesis profiles ``shieldgate-fuzz-ci`` and ``shieldgate-fuzz-nightly``, registered
-here and applied to these tests only, so the rest of the suite keeps its own settings.
+endpoint 150 / 15,000, each SSE property 500 / 50,000, the policy loader 200 / 20,000, each
+nesting-depth target 100 / 10,000 — about 25 s in all in CI, about 25 minutes nightly on the
+2-core development machine. The two modes are the hypothesis profiles ``shieldgate-fuzz-ci``
+and ``shieldgate-fuzz-nightly``, registered here and applied to these tests only, so the rest
+of the suite keeps its own settings.
 """
 
 from __future__ import annotations
@@ -41,11 +48,16 @@ from hypothesis import strategies as st
 from proxy.chat_request import ChatRequest, check_input, parse_chat_request
 from proxy.cli import default_policy
 from proxy.errors import BadRequest
+from proxy.json_codec import MAX_DEPTH, InvalidJSON
 from proxy.json_codec import dumps as json_dumps
 from proxy.json_codec import loads as json_loads
+from proxy.refusal import StreamContext
+from proxy.reply_check import check_error_body
+from proxy.responses_request import parse_responses_request
 from proxy.server import RunningServer, start_server
 from proxy.settings import Settings
 from proxy.sse import SSEDecoder, SSEError
+from proxy.stream_guard import GuardState, StreamGuard
 from shields.policy import CompiledPolicy, PolicyError, parse_policy
 from tests.conftest import FAST_SETTINGS
 from tests.fake_upstream import FakeUpstream
@@ -619,3 +631,112 @@ def test_astral_characters_do_not_corrupt_the_process() -> None:
         check=False,
     )
     assert (done.returncode, done.stdout.strip()) == (0, "survived"), done.stderr[-2000:]
+
+
+# ---- (d) nesting depth ---------------------------------------------------------------------
+
+# Depths around every limit there is: orjson writes 254 levels and reads 1,024, Python's json
+# recurses about 1,000 deep; and anything up to well past them.
+_depths = st.sampled_from([0, 1, 253, 254, 255, 256, 999, 1000, 1023, 1024, 1025]) | st.integers(
+    0, 1500
+)
+
+
+@st.composite
+def nested_json(draw: st.DrawFn, depth: int, inner: bytes = b"1") -> bytes:
+    """``inner`` inside ``depth`` arrays and objects, mixed, compact or spaced, sometimes with
+    siblings beside the path down."""
+    kinds = draw(st.lists(st.booleans(), min_size=depth, max_size=depth))
+    space = draw(st.sampled_from([b"", b" ", b"\n"]))
+    sibling = draw(st.sampled_from([b"", b'"s",', b"null,"]))
+    opening = b"".join(b"{" + space + b'"k":' + space if obj else b"[" + sibling for obj in kinds)
+    closing = b"".join(space + b"}" if obj else b"]" for obj in reversed(kinds))
+    return opening + inner + closing
+
+
+def _depth_of(value: Any) -> int:
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth + 1)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+@st.composite
+def deep_chat_bodies(draw: st.DrawFn) -> bytes:
+    """A chat request with a deeply nested value in one of the places that take JSON."""
+    deep = draw(nested_json(draw(_depths), draw(st.sampled_from([b"1", b'"x"', b"NaN", b"{}"]))))
+    where = draw(st.sampled_from(["extra", "content", "arguments", "top"]))
+    if where == "top":
+        return deep
+    if where == "content":
+        message = b'{"role":"user","content":' + deep + b"}"
+    elif where == "arguments":
+        call = b'{"id":"c","type":"function","function":{"name":"f","arguments":' + deep + b"}}"
+        message = b'{"role":"assistant","content":null,"tool_calls":[' + call + b"]}"
+    else:
+        message = b'{"role":"user","content":"hi"}'
+    extra = b',"x":' + deep if where == "extra" else b""
+    return b'{"model":"m","messages":[' + message + b"]" + extra + b"}"
+
+
+@fuzz(weight=1)
+@given(data=st.data(), depth=_depths, unique_keys=st.booleans())
+def test_json_codec_reads_nesting_up_to_its_limit_and_refuses_the_rest(
+    data: st.DataObject, depth: int, unique_keys: bool
+) -> None:
+    inner = data.draw(st.sampled_from([b"1", b'"\\ud800"', b"NaN", b"1" + b"0" * 25, b"[]"]))
+    body = data.draw(nested_json(depth, inner))
+    try:
+        value = json_loads(body, unique_keys=unique_keys)
+    except InvalidJSON:
+        assert depth + (inner == b"[]") > MAX_DEPTH
+        return
+    assert _depth_of(value) <= MAX_DEPTH
+    json_dumps(value)  # what was read can be written back
+
+
+@fuzz(weight=1)
+@given(body=deep_chat_bodies())
+def test_deep_request_bodies_are_parsed_or_a_bad_request(body: bytes) -> None:
+    for parse in (parse_chat_request, parse_responses_request):
+        try:
+            request = parse(body)
+        except BadRequest as exc:
+            check_refused(exc)
+        else:
+            if isinstance(request, ChatRequest):
+                check_parsed(request)
+
+
+@fuzz(weight=1)
+@given(body=deep_chat_bodies())
+def test_deep_request_bodies_through_the_endpoint_are_never_a_5xx(
+    proxy_thread: ProxyThread, body: bytes
+) -> None:
+    status, _, raw = proxy_thread.post(body, "application/json")
+    assert status in (200, 400, 413), (status, raw[:300])
+
+
+@fuzz(weight=1)
+@given(data=st.data(), depth=_depths)
+def test_deep_upstream_replies_fail_closed_never_raise(data: st.DataObject, depth: int) -> None:
+    deep = data.draw(nested_json(depth)).replace(b"\n", b" ")  # one SSE data line
+    # A stream event: released, or the stream ends in an in-band error; never an exception.
+    head = b'{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":'
+    event = head + b'"hi"},"finish_reason":null}],"x":' + deep + b"}"
+    guard = StreamGuard(_POLICY, StreamContext(model="m", n=1, include_usage=False))
+    out = guard.feed_read(SSEDecoder(), b"data: " + event + b"\n\ndata: [DONE]\n\n")
+    if depth + 1 > MAX_DEPTH:
+        assert guard.state is GuardState.FAILED and b'"upstream_error"' in out
+    else:
+        assert guard.state is GuardState.DONE
+    # An error body: relayed, or a generic error of its status.
+    body = b'{"error":{"message":"hi","metadata":' + deep + b"}}"
+    checked = check_error_body(_POLICY, body, 400)
+    if checked is not None:
+        assert json_loads(checked)["error"]["message"]
+    assert (checked is None) == (depth + 2 <= MAX_DEPTH)

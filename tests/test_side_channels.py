@@ -200,9 +200,9 @@ async def test_an_allowed_reply_with_logprobs_is_relayed_byte_for_byte(
     body = json_bytes(logprobs_reply(CLEAN_TOKENS, CLEAN_TOKENS[::-1]))
     upstream.enqueue(Reply(body=body))
 
-    status, _, raw = await post(
-        http, await make_proxy(PII_POLICY), {"model": "m", "messages": USER, "logprobs": True}
-    )
+    # Two choices: the request asks for two (a choice `index` past `n` is a 502).
+    request = {"model": "m", "messages": USER, "logprobs": True, "n": 2}
+    status, _, raw = await post(http, await make_proxy(PII_POLICY), request)
 
     assert (status, raw) == (200, body)
 
