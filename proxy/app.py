@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from proxy.audit import AuditTrail
 from proxy.auth import KEYS, auth_middleware
 from proxy.chat import chat_completions
 from proxy.connection import expect_continue
-from proxy.errors import Handler, error_middleware, json_response
+from proxy.errors import Handler, UpstreamError, UpstreamTimeout, error_middleware, json_response
 from proxy.keys import KeySource
 from proxy.logs import redact_aiohttp_logs
 from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -31,10 +34,15 @@ from proxy.models import list_models
 from proxy.policy_source import PolicySource
 from proxy.readiness import UpstreamProbe
 from proxy.remote_backends import HttpBackends
-from proxy.request_context import REQUEST_ID_HEADER, request_id_middleware, request_id_of
+from proxy.request_context import (
+    REQUEST_ID_HEADER,
+    noted_verdict,
+    request_id_middleware,
+    request_id_of,
+)
 from proxy.response_store import open_response_store
 from proxy.responses import create_response, delete_response, retrieve_response
-from proxy.settings import Settings
+from proxy.settings import Settings, default_responses_db
 from proxy.state import (
     AUDIT,
     METRICS,
@@ -52,12 +60,23 @@ from proxy.state import (
     policy_for,
     tenant_of,
 )
-from proxy.upstream import Upstream
+from proxy.upstream import LoggedFailure, Upstream
 from shields.normalize import load_confusables
 from shields.policy import CompiledPolicy
 from shields.routing import PolicySet
 
 __all__ = ["create_app"]
+
+log = logging.getLogger("shieldgate.app")
+access_log = logging.getLogger("shieldgate.access")
+
+# Routes whose requests the shields judge: their access-log line carries a verdict.
+_GUARDED = frozenset({"/v1/chat/completions", "/v1/responses"})
+# The access log's status for a request whose handler was cancelled (the client left, or the
+# shutdown grace ran out): nginx's "client closed request".
+_CANCELLED = 499
+# An access log must not copy kilobytes of whatever path a client sent.
+_MAX_LOGGED_PATH = 256
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -85,11 +104,35 @@ async def _remote_backends(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _response_store(app: web.Application) -> AsyncIterator[None]:
+    location = app[SETTINGS].responses_db
+    _announce_store(location)
     # Opened lazily by the store itself: no file appears unless /v1/responses stores one.
-    store = open_response_store(app[SETTINGS].responses_db)
+    store = open_response_store(location)
     app[RESPONSE_STORE] = store
     yield
     await store.close()
+
+
+def _announce_store(location: str) -> None:
+    """Says where stored responses go (an operator should not have to find the file), and
+    makes the default location's directory."""
+    if location == ":memory:":
+        log.info("responses store: in memory (lost at exit)")
+        return
+    path = os.path.abspath(location)
+    log.info("responses store: %s", path, extra={"path": path})
+    if location == default_responses_db():
+        _make_state_directory(os.path.dirname(path))
+
+
+def _make_state_directory(path: str) -> None:
+    """The default store's directory, made private to the user (0700): stored responses are
+    conversations. A directory named by the operator is theirs to make."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        # Not fatal: the Responses API answers on, and reading stored responses gets a 503.
+        log.warning("cannot create the responses store's directory %s: %s", path, exc.strerror)
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -133,22 +176,96 @@ async def _audit_trail(app: web.Application) -> AsyncIterator[None]:
     app[AUDIT].close()  # drains what is queued for the file
 
 
-def _count_requests(metrics_: Metrics) -> Any:
+def _observe(metrics_: Metrics, access: bool) -> Any:
+    """Counts every request and, with ``access``, logs one line for it once its handler is
+    done — for a stream that is when the stream has ended, so the duration is the whole
+    stream's."""
+
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        response = await handler(request)
+        # Asked once per request: nothing below is built for a line that is not kept.
+        logged = access and access_log.isEnabledFor(logging.INFO)
+        started = time.perf_counter()
+        try:
+            response = await handler(request)
+        except asyncio.CancelledError:
+            if logged:
+                streamed = request.writer.output_size > 0
+                _log_access(request, _CANCELLED, started, streamed=streamed)
+            raise
         route = request.match_info.route.resource
+        canonical = route.canonical if route is not None else "unmatched"
+        policy = policy_for(request).name
         metrics_.child(
             metrics_.requests,
-            route.canonical if route is not None else "unmatched",
+            canonical,
             str(response.status),
-            policy_for(request).name,
+            policy,
             tenant_of(request),
             metrics_.model_label(request.get(MODEL)),
         ).inc()
+        if logged:
+            # A response the handler prepared itself was streamed; any other is sent after
+            # this middleware returns, in one piece.
+            _log_access(request, response.status, started, streamed=response.prepared)
         return response
 
     return middleware
+
+
+def _log_access(request: web.Request, status: int, started: float, *, streamed: bool) -> None:
+    """One line per request: what was asked, how it ended, under which policy, with which
+    verdict — never a header's value, a query string or a body."""
+    duration_ms = round((time.perf_counter() - started) * 1000, 3)
+    route = request.match_info.route.resource
+    guarded = route is not None and route.canonical in _GUARDED and request.method == "POST"
+    verdict = noted_verdict(request)
+    if verdict is not None:
+        shown = verdict.value
+    elif guarded:
+        # No shield acted: allowed, unless the request failed before any answer came back.
+        shown = "allow" if status < 400 else "error"
+    else:
+        shown = "-"  # a route the shields do not judge (models, probes, metrics, 404s)
+    path = request.rel_url.raw_path[:_MAX_LOGGED_PATH]
+    request_id = request_id_of(request)
+    policy = policy_for(request).name
+    access_log.info(
+        "%s %s %d %.1fms policy=%s verdict=%s stream=%s (request %s)",
+        request.method,
+        path,
+        status,
+        duration_ms,
+        policy,
+        shown,
+        "true" if streamed else "false",
+        request_id,
+        extra={
+            "method": request.method,
+            "path": path,
+            "status": status,
+            "duration_ms": duration_ms,
+            "policy": policy,
+            "tenant": tenant_of(request),
+            "verdict": shown,
+            "stream": streamed,
+            "request_id": request_id,
+        },
+    )
+
+
+@web.middleware
+async def _log_upstream_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Upstream failures found after the upstream answered (a reply that breaks off, cannot
+    be read or is too large; the request's time limit) get their warning here; the upstream
+    client has logged its own (connection errors, timeouts, bad HTTP) already."""
+    try:
+        return await handler(request)
+    except UpstreamError as exc:
+        if not isinstance(exc, LoggedFailure):
+            upstream = request.app[UPSTREAM]
+            upstream.log_failure("timeout" if isinstance(exc, UpstreamTimeout) else "invalid_reply")
+        raise
 
 
 async def _policy_header(request: web.Request, response: web.StreamResponse) -> None:
@@ -173,8 +290,9 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     keys = KeySource(settings.keys_file, policies) if settings.keys_file else None
     middlewares = [
         request_id_middleware,
-        _count_requests(metrics_),
+        _observe(metrics_, settings.access_log),
         error_middleware(settings.max_body_bytes),
+        _log_upstream_errors,
     ]
     if keys is not None:
         # Before any handler: before the body is even read.

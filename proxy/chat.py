@@ -47,7 +47,7 @@ from proxy.state import (
 )
 from proxy.stream_checks import upstream_reads
 from proxy.stream_guard import StreamGuard
-from proxy.upstream import Upstream, response_headers
+from proxy.upstream import Upstream, host_of, log_failure, response_headers
 from shields.base import Stage
 from shields.policy import CompiledPolicy
 
@@ -387,13 +387,16 @@ async def _pump(
                     break
     except SSEError:
         metrics.upstream_errors.labels("bad_reply").inc()
+        log_failure("invalid_reply", host_of(reply.url))
         await _write(response, guard.fail("The upstream sent an oversized stream event"))
     except (TimeoutError, aiohttp.ClientError) as exc:
         if deadline is not None and limit.expired():
             metrics.upstream_errors.labels("timeout").inc()
+            log_failure("timeout", host_of(reply.url))
             await _write(response, guard.fail(deadline.message()))
         else:
             metrics.upstream_errors.labels("broken_stream").inc()
+            log_failure("broken_stream", host_of(reply.url))
             await _write(
                 response, guard.fail(f"The upstream stream broke off: {type(exc).__name__}")
             )

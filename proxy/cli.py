@@ -24,6 +24,9 @@ from shields.routing import PolicySet, load_policy_set
 __all__ = ["default_policy", "load_policies", "main"]
 
 EXIT_USAGE = 2
+# A command whose reader went away (`shieldgate test | head`): what a shell reports for a
+# program killed by SIGPIPE, so the usual `[ $? -eq 141 ]` in pipelines keeps working.
+EXIT_BROKEN_PIPE = 128 + 13
 
 
 def default_policy() -> CompiledPolicy:
@@ -108,6 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     new.add_argument("--tenant", required=True, help="tenant name (metrics label, audit field)")
     new.add_argument("--policy", help="the policy its requests run under (default: routes)")
+    demo = commands.add_parser(
+        "demo",
+        help="start a real model (SmolLM2 on llama.cpp) with shieldgate in front and show a tour",
+    )
+    demo.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    demo.add_argument("--port", type=int, default=8080, help="shieldgate's port (0 = any)")
+    demo.add_argument("--no-tour", action="store_true", help="just serve, without the tour")
     return parser
 
 
@@ -118,6 +128,32 @@ def _fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve_command(args)
+    if args.command == "demo":
+        # Imported here: the demo's modules (aiohttp, openai) stay out of the offline commands.
+        from proxy.demo.command import run_demo
+
+        return run_demo(host=args.host, port=args.port, tour=not args.no_tour)
+    try:
+        code = _offline_command(args)
+        # Written out now, while a closed pipe can still be handled here: not at exit.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _discard_stdout() -> None:
+    """Whoever read stdout is gone: what is still buffered goes nowhere, quietly (Python's
+    recipe; otherwise the flush at exit raises again and prints a traceback)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _offline_command(args: argparse.Namespace) -> int:
     if args.command == "check":
         return check_policies(args.paths, sys.stdout)
     if args.command == "test":
@@ -132,9 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     if args.command == "scan":
         return _scan(args)
-    if args.command == "keys":
-        return new_key_command(args.tenant, args.policy, sys.stdout, sys.stderr)
-    return _serve_command(args)
+    return new_key_command(args.tenant, args.policy, sys.stdout, sys.stderr)
 
 
 def _scan(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Per-request identity: the request id (accepted from the client or made here) and tenant.
+"""Per-request identity: the request id (accepted from the client or made here) and tenant,
+and what the shields decided for the request (for its access-log line).
 
 The id travels in ``x-request-id`` both ways and in every log line written while the request
 is handled (a context variable, so log calls deep in the stack need no plumbing).
@@ -13,12 +14,22 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-__all__ = ["REQUEST_ID_HEADER", "current_request_id", "request_id_middleware", "request_id_of"]
+from shields.base import Verdict
+
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "current_request_id",
+    "note_verdict",
+    "noted_verdict",
+    "request_id_middleware",
+    "request_id_of",
+]
 
 REQUEST_ID_HEADER = "x-request-id"
 # A client's id is echoed into logs and headers: only a short, plain token is accepted.
 _VALID_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _REQUEST_ID = web.RequestKey("request_id", str)
+_VERDICT = web.RequestKey("verdict", Verdict)
 current_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "shieldgate_request_id", default=None
 )
@@ -28,6 +39,18 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def request_id_of(request: web.Request) -> str:
     return request.get(_REQUEST_ID) or "-"
+
+
+def note_verdict(request: web.Request, verdict: Verdict) -> None:
+    """Records an enforced decision of a stage; a block outweighs a redaction, whatever the
+    order (input redacted, then the output blocked, say)."""
+    if request.get(_VERDICT) is not Verdict.BLOCK:
+        request[_VERDICT] = verdict
+
+
+def noted_verdict(request: web.Request) -> Verdict | None:
+    """The strongest decision recorded for the request; None when no shield acted on it."""
+    return request.get(_VERDICT)
 
 
 @web.middleware

@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from yarl import URL
 
-__all__ = ["DEFAULT_UPSTREAM", "Settings", "read_config_file"]
+__all__ = ["DEFAULT_UPSTREAM", "Settings", "default_responses_db", "read_config_file"]
 
 DEFAULT_UPSTREAM = "http://127.0.0.1:8000/v1"
+
+
+def default_responses_db() -> str:
+    """Where stored responses live unless ``responses_db`` says otherwise: the XDG state
+    directory (``$XDG_STATE_HOME``, else ``~/.local/state``), never the working directory —
+    a server started from a checkout must not leave a database in it."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    # The XDG spec: a relative path there is invalid and is ignored.
+    if not os.path.isabs(state):
+        try:
+            state = str(Path.home() / ".local" / "state")
+        except RuntimeError:  # no home directory to be found: kept for the process's life
+            return ":memory:"
+    return os.path.join(state, "shieldgate", "responses.sqlite3")
 
 
 class Settings(BaseModel):
@@ -37,8 +52,9 @@ class Settings(BaseModel):
     # How often the policy file is checked for changes, in seconds (0: only on SIGHUP).
     policy_reload_interval: float = Field(default=0.5, ge=0)
     # Where /v1/responses keeps stored responses: a SQLite file (created on first use) or
-    # ":memory:" (lost at exit, not shared between processes).
-    responses_db: str = Field(default="shieldgate-responses.sqlite3", min_length=1)
+    # ":memory:" (lost at exit, not shared between processes). By default in the user's
+    # state directory (see default_responses_db), which is created if need be.
+    responses_db: str = Field(default_factory=default_responses_db, min_length=1)
     # Streams relayed at once; beyond it new requests get 503 + Retry-After (0: no limit).
     max_concurrent_streams: int = Field(default=0, ge=0)
     # Connections to the upstream at once (aiohttp's pool; 0: no limit). Requests beyond it
@@ -50,6 +66,8 @@ class Settings(BaseModel):
     # seconds (0: readiness does not depend on the upstream).
     readyz_upstream_ttl: float = Field(default=5.0, ge=0)
     log_format: Literal["json", "text"] = "json"
+    # One info line per request (method, path, status, duration, policy, verdict, stream).
+    access_log: bool = True
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # On SIGTERM the listening socket closes at once; requests in flight (streams included)
     # get this many seconds to finish, then they are cancelled.

@@ -15,12 +15,12 @@ from proxy.metrics import Metrics
 from proxy.policy_source import PolicySource
 from proxy.readiness import UpstreamProbe
 from proxy.remote_backends import HttpBackends
-from proxy.request_context import request_id_of
+from proxy.request_context import note_verdict, request_id_of
 from proxy.response_store import ResponseStore
 from proxy.settings import Settings
 from proxy.stream_checks import RemoteContext
 from proxy.upstream import Upstream
-from shields.base import Finding, Role, Shield, Stage
+from shields.base import Action, Finding, Role, Shield, Stage, Verdict
 from shields.policy import CompiledPolicy
 
 __all__ = [
@@ -208,6 +208,9 @@ def record_findings(request: web.Request, stage: Stage, findings: Sequence[Findi
     for finding in findings:
         monitor = finding.monitor or not policy.enforcing
         mode = "monitor" if monitor else "enforce"
+        if not monitor:  # what the request's access-log line reports
+            blocked = finding.action is Action.BLOCK
+            note_verdict(request, Verdict.BLOCK if blocked else Verdict.REDACT)
         if logged:
             findings_log.info(
                 "finding %s %s/%s %s %s",

@@ -9,6 +9,10 @@ backoff and jitter, honouring ``Retry-After`` up to a cap — always before anyt
 to the client, so a retry can never duplicate or mix output. A redirect, or an answer that is
 not HTTP, is an upstream error (502): neither retried nor relayed.
 
+Every failure is logged once, as a warning naming its kind, the upstream's ``host:port`` (never
+its path or query, which may carry credentials), the attempts made and the request id — never a
+body, which is unchecked upstream text or the client's prompt.
+
 The retry loop is written out rather than built from tenacity's ``AsyncRetrying``: that one
 costs some 40 µs of setup and bookkeeping on every request, retried or not — a tenth of the
 proxy's whole CPU time per non-stream request (``bench/overhead_bench.py``, py-spy).
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import math
 import random
 import re
@@ -35,7 +40,17 @@ from proxy.metrics import Metrics
 from proxy.request_context import current_request_id
 from proxy.settings import Settings
 
-__all__ = ["Upstream", "encoded_query", "response_headers", "retry_after_seconds"]
+__all__ = [
+    "LoggedFailure",
+    "Upstream",
+    "encoded_query",
+    "host_of",
+    "log_failure",
+    "response_headers",
+    "retry_after_seconds",
+]
+
+log = logging.getLogger("shieldgate.upstream")
 
 _FORWARDED_REQUEST_HEADERS = frozenset(
     {
@@ -131,6 +146,57 @@ def encoded_query(query: str) -> str:
     return _STRAY_PERCENT.sub("%25", quoted)
 
 
+def host_of(url: str | URL) -> str:
+    """``host:port`` of a URL, the port always shown: what a log may say about an upstream
+    (its user info, path and query may hold credentials)."""
+    parsed = URL(url)
+    host = parsed.host or "?"
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{host}:{parsed.port}" if parsed.port is not None else host
+
+
+def log_failure(
+    kind: str, host: str, attempts: int | None = None, *, status: int | None = None
+) -> None:
+    """The one warning an upstream failure gets: its kind (``connect_error``, ``timeout``,
+    ``status_5xx``, ``invalid_reply``, ...), the upstream's ``host:port``, the attempts made
+    when known, and the request id. Never a body: that is the client's prompt or unchecked
+    upstream text."""
+    request_id = current_request_id.get() or "-"
+    extra: dict[str, object] = {
+        "kind": kind,
+        "upstream": host,
+        "attempts": attempts,
+        "request_id": request_id,
+    }
+    if status is not None:
+        extra["status"] = status
+    described = kind if status is None else f"{kind} (HTTP {status})"
+    tried = "" if attempts is None else f"{attempts} attempt{'s' if attempts != 1 else ''}, "
+    log.warning(
+        "upstream failure: %s at %s (%srequest %s)",
+        described,
+        host,
+        tried,
+        request_id,
+        extra=extra,
+    )
+
+
+class LoggedFailure:
+    """Marks an exception whose failure :func:`log_failure` has already reported, so that
+    whoever logs the upstream errors it sees does not report it a second time."""
+
+
+class _LoggedError(UpstreamError, LoggedFailure):
+    pass
+
+
+class _LoggedTimeout(UpstreamTimeout, LoggedFailure):
+    pass
+
+
 class Upstream:
     """Owns the ClientSession; created and closed by the app's cleanup context."""
 
@@ -138,6 +204,7 @@ class Upstream:
         self.settings = settings
         self._metrics = metrics
         self.base_url = settings.upstream
+        self.host = host_of(settings.upstream)
         self._session: aiohttp.ClientSession | None = None
         # The client's key (if any) is never passed on: with a keys file it is a shieldgate
         # key, meant for the proxy alone; with an upstream key, the proxy's own replaces it.
@@ -202,6 +269,10 @@ class Upstream:
         if self._metrics is not None:
             self._metrics.upstream_errors.labels(kind).inc()
 
+    def log_failure(self, kind: str, attempts: int | None = None) -> None:
+        """:func:`log_failure` for this upstream."""
+        log_failure(kind, self.host, attempts)
+
     def request(
         self,
         method: str,
@@ -251,7 +322,8 @@ class Upstream:
                 # Checked first: aiohttp's timeouts are connection errors too.
                 if last:
                     self._count_error("timeout")
-                    raise UpstreamTimeout(
+                    log_failure("timeout", self.host, attempt)
+                    raise _LoggedTimeout(
                         f"The upstream did not answer in time ({attempts} attempts)"
                     ) from None
                 delay = self._backoff(attempt)
@@ -260,13 +332,18 @@ class Upstream:
                 # again will not help. aiohttp's message quotes the upstream's bytes, unchecked
                 # text, so only the kind of error is passed on.
                 self._count_error("bad_reply")
-                raise UpstreamError(
+                log_failure("invalid_reply", self.host, attempt)
+                raise _LoggedError(
                     f"The upstream sent an invalid HTTP response ({type(exc).__name__})"
                 ) from None
             except aiohttp.ClientError as exc:
-                if last or not isinstance(exc, aiohttp.ClientConnectionError):
+                connection = isinstance(exc, aiohttp.ClientConnectionError)
+                if last or not connection:
                     self._count_error("unreachable")
-                    raise UpstreamError(
+                    log_failure(
+                        "connect_error" if connection else "client_error", self.host, attempt
+                    )
+                    raise _LoggedError(
                         f"The upstream is unreachable after {attempt} "
                         f"attempt{'s' if attempt > 1 else ''}: {type(exc).__name__}"
                     ) from None
@@ -278,7 +355,8 @@ class Upstream:
                     status = response.status
                     response.close()
                     self._count_error("bad_reply")
-                    raise UpstreamError(
+                    log_failure("redirect", self.host, attempt, status=status)
+                    raise _LoggedError(
                         f"The upstream answered with a redirect ({status}), which shieldgate "
                         "neither follows nor relays"
                     )
@@ -293,6 +371,12 @@ class Upstream:
             if self._metrics is not None:
                 self._metrics.upstream_retries.inc()
             await asyncio.sleep(delay)
+        status = response.status
+        if status >= 500 or status == 429:
+            # Relayed to the client as the upstream's own error; logged here all the same, as
+            # an operator needs to see it.
+            kind = "status_429" if status == 429 else "status_5xx"
+            log_failure(kind, self.host, attempt, status=status)
         return response
 
 

@@ -24,6 +24,7 @@ from shields.policy import (
     CompiledPolicy,
     PolicyError,
     Problem,
+    case_problem,
     load_policy,
     yaml_problem,
     yaml_value_problem,
@@ -80,6 +81,8 @@ class _Outcome:
     seconds: float
     problems: list[str] = field(default_factory=list)
     skipped: bool = False
+    # Remote checks that failed unexpectedly (``--remote``): the case could not be decided.
+    errors: list[str] = field(default_factory=list)
 
 
 def _sibling_cases(path: Path) -> tuple[list[Case], list[Problem]]:
@@ -152,13 +155,15 @@ def _run_file(
             time.perf_counter() - started,
             list(result.problems),
             result.skipped,
+            list(result.errors),
         )
         outcomes.append(outcome)
-        status = "SKIP" if result.skipped else "PASS" if result.passed else "FAIL"
-        out.write(f"{status} {path}: {outcome.name}\n")
+        out.write(f"{_status(result)} {path}: {outcome.name}\n")
         if result.skipped:
-            out.write(f"    remote shield {case.shield!r} not called (use --remote)\n")
-        for reason in result.problems:
+            names = [case.shield] if case.shield is not None else result.evaluation.skipped
+            shown = ", ".join(repr(name) for name in names)
+            out.write(f"    remote shield {shown} not called (use --remote)\n")
+        for reason in result.errors + result.problems:
             out.write(f"    {reason}\n")
         if explain or not result.passed:
             for line in _explain(result.evaluation.findings):
@@ -166,12 +171,21 @@ def _run_file(
     return outcomes
 
 
+def _status(result: CaseResult) -> str:
+    if result.skipped:
+        return "SKIP"
+    if result.errors:  # not a verdict at all: what a failed remote check made of the case
+        return "ERROR"
+    return "PASS" if result.passed else "FAIL"
+
+
 def _checked_case(policy: CompiledPolicy, case: Case, remote: BlockingRemote | None) -> CaseResult:
-    ids = {s.id for s in policy.shields(case.stage) + policy.remote(case.stage)}
-    if case.shield is not None and case.shield not in ids:
+    # The policy's own cases were checked when it loaded; a sibling file's are checked here.
+    problem = case_problem(case, policy.shields(case.stage) + policy.remote(case.stage))
+    if problem is not None:
         evaluation = Evaluation(verdict=case.expect, texts=(), request_findings=())
-        problem = f"no {case.stage.value} shield has id {case.shield!r}"
-        return CaseResult(case, evaluation, (problem,))
+        key, message = problem
+        return CaseResult(case, evaluation, (message if key == "shield" else f"{key}: {message}",))
     return run_case(policy, case, remote=remote)
 
 
@@ -189,14 +203,17 @@ def run_policy_tests(
     Without ``remote``, remote shields are not called: cases naming one are skipped."""
     files = policy_files(paths)
     outcomes = [outcome for path in files for outcome in _run_file(path, explain, out, remote)]
-    failed = sum(1 for o in outcomes if o.problems)
+    errors = sum(1 for o in outcomes if o.errors)
+    failed = sum(1 for o in outcomes if o.problems and not o.errors)
     skipped = sum(1 for o in outcomes if o.skipped)
-    passed = len(outcomes) - failed - skipped
+    passed = len(outcomes) - failed - errors - skipped
     summary = f"{passed} passed, {failed} failed"
+    if errors:
+        summary += f", {errors} error{'s' if errors != 1 else ''}"
     out.write(summary + (f", {skipped} skipped\n" if skipped else "\n"))
     if junit is not None:
         _write_junit(junit, outcomes)
-    if failed:
+    if failed or errors:
         return 1
     if passed == 0 and not allow_empty:
         out.write("no cases ran (use --allow-empty to permit)\n")
@@ -215,7 +232,8 @@ def _write_junit(path: Path, outcomes: list[_Outcome]) -> None:
             "testsuite",
             name=policy,
             tests=str(len(items)),
-            failures=str(sum(1 for o in items if o.problems)),
+            failures=str(sum(1 for o in items if o.problems and not o.errors)),
+            errors=str(sum(1 for o in items if o.errors)),
             time=f"{sum(o.seconds for o in items):.6f}",
         )
         for outcome in items:
@@ -228,7 +246,10 @@ def _write_junit(path: Path, outcomes: list[_Outcome]) -> None:
             )
             if outcome.skipped:
                 ElementTree.SubElement(case, "skipped", message="remote shield not called")
-            if outcome.problems:
+            if outcome.errors:
+                error = ElementTree.SubElement(case, "error", message=outcome.errors[0])
+                error.text = "\n".join(outcome.errors + outcome.problems)
+            elif outcome.problems:
                 failure = ElementTree.SubElement(case, "failure", message=outcome.problems[0])
                 failure.text = "\n".join(outcome.problems)
     path.parent.mkdir(parents=True, exist_ok=True)

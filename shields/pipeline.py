@@ -71,6 +71,9 @@ class BlockingRemote:
     def __init__(self, backends: RemoteBackends) -> None:
         self.backends = backends
         self._runner = asyncio.Runner()
+        # Every failed check so far, as (shield id, kind): a failure that the policy turns
+        # into a block (or into nothing) must still be visible to ``shieldgate test``.
+        self.failures: list[tuple[str, str]] = []
 
     def run(
         self,
@@ -80,8 +83,17 @@ class BlockingRemote:
         enforcing: bool = True,
     ) -> list[list[Finding]]:
         return self._runner.run(
-            run_remote(checks, self.backends, policy_on_error=policy_on_error, enforcing=enforcing)
+            run_remote(
+                checks,
+                self.backends,
+                policy_on_error=policy_on_error,
+                enforcing=enforcing,
+                on_failure=self._failed,
+            )
         )
+
+    def _failed(self, shield: RemoteShield, kind: str) -> None:
+        self.failures.append((shield.id, kind))
 
     def close(self, closing: Callable[[], Coroutine[Any, Any, None]] | None = None) -> None:
         if closing is not None:

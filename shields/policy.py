@@ -30,6 +30,7 @@ __all__ = [
     "Problem",
     "Refusal",
     "StreamSettings",
+    "case_problem",
     "compile_policy",
     "load_policy",
     "locate",
@@ -70,6 +71,9 @@ class Case(StrictModel):
     expect: Verdict
     shield: str | None = None  # a shield id that must be among the findings
     redacted: str | None = None  # the expected text after redaction (text cases)
+    # With `shieldgate test --remote`: a remote shield of the stage must fail to answer (the
+    # case tests what the policy does then). Any other remote failure makes a case an ERROR.
+    expect_error: bool = False
 
     @model_validator(mode="after")
     def _one_input(self) -> Case:
@@ -196,6 +200,19 @@ def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolic
         raise PolicyError([locate(p, tree) for p in exc.problems]) from None
 
 
+def case_problem(case: Case, shields: Sequence[Shield]) -> tuple[str, str] | None:
+    """What is wrong with a case given its stage's shields, as (key, message), or None."""
+    if case.shield is not None and case.shield not in {s.id for s in shields}:
+        return "shield", f"no {case.stage.value} shield has id {case.shield!r}"
+    if case.expect_error:
+        remote = {s.id for s in shields if isinstance(s, RemoteShield)}
+        if not remote:
+            return "expect_error", f"no {case.stage.value} shield is a remote one"
+        if case.shield is not None and case.shield not in remote:
+            return "expect_error", f"shield {case.shield!r} is not a remote shield"
+    return None
+
+
 def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") -> CompiledPolicy:
     problems: list[tuple[Loc, str]] = []
     stages: dict[Stage, tuple[Shield, ...]] = {}
@@ -214,11 +231,10 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
                 )
             )
     for i, case in enumerate(spec.cases):
-        ids = {s.id for s in stages[case.stage]}
-        if case.shield is not None and case.shield not in ids:
-            problems.append(
-                (("cases", i, "shield"), f"no {case.stage.value} shield has id {case.shield!r}")
-            )
+        problem = case_problem(case, stages[case.stage])
+        if problem is not None:
+            key, message = problem
+            problems.append((("cases", i, key), message))
     if problems:
         raise PolicyError([Problem(source, message, _format_loc(loc)) for loc, message in problems])
     if not digest:

@@ -10,6 +10,7 @@ chat completions. Every event and response object the proxy produces is validate
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -1162,4 +1163,7 @@ def test_database_urls_are_refused_by_the_settings() -> None:
 
     with pytest.raises(ValidationError, match="responses_db"):
         Settings(responses_db="postgresql://db/shieldgate")
-    assert Settings().responses_db == "shieldgate-responses.sqlite3"
+    # Not the working directory: the user's state directory (tests/__init__.py points it at
+    # a temporary one).
+    state_home = os.environ["XDG_STATE_HOME"]
+    assert Settings().responses_db == f"{state_home}/shieldgate/responses.sqlite3"
