@@ -1,7 +1,8 @@
 """Every refusal and error wire form, in one place, as the OpenAI SDKs expect to parse them.
 
 Style ``message`` answers like a model that declined: a normal completion (or stream) whose
-content is the policy's refusal message and whose ``finish_reason`` is ``content_filter``.
+content is the policy's refusal message and whose ``finish_reason`` is ``content_filter`` (set
+apart by a blank line in a choice whose content had already been partly sent).
 Style ``error`` answers with an OpenAI error: HTTP 400 before anything was sent, or an in-band
 ``data: {"error": ...}`` event once a stream has started (the status cannot change then).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from proxy import json_codec
@@ -19,6 +20,7 @@ from proxy.sse import encode_data
 
 __all__ = [
     "DONE",
+    "REFUSAL_SEPARATOR",
     "StreamContext",
     "content_filter_error",
     "refusal_completion",
@@ -27,6 +29,9 @@ __all__ = [
 ]
 
 DONE = b"data: [DONE]\n\n"
+# Put before a refusal that follows text already sent on the same channel: a client shows the
+# deltas joined, and a refusal glued to the sentence it cut short reads as part of it.
+REFUSAL_SEPARATOR = "\n\n"
 
 
 def content_filter_error(message: str) -> dict[str, Any]:
@@ -97,7 +102,9 @@ def _chunk(ctx: StreamContext, choices: list[dict[str, Any]], **extra: Any) -> b
     return encode_data(json_codec.dumps(payload))
 
 
-def refusal_stream(message: str, ctx: StreamContext) -> bytes:
+def refusal_stream(message: str, ctx: StreamContext, *, separated: Collection[int] = ()) -> bytes:
+    """The refusal as the rest of a stream; the choices in ``separated`` had content sent
+    already, and their refusal starts with ``REFUSAL_SEPARATOR``."""
     indices: Iterable[int] = sorted(ctx.choices)
     parts = [
         _chunk(
@@ -105,7 +112,10 @@ def refusal_stream(message: str, ctx: StreamContext) -> bytes:
             [
                 {
                     "index": i,
-                    "delta": {"role": "assistant", "content": message},
+                    "delta": {
+                        "role": "assistant",
+                        "content": REFUSAL_SEPARATOR + message if i in separated else message,
+                    },
                     "logprobs": None,
                     "finish_reason": None,
                 }

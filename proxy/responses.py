@@ -115,7 +115,7 @@ class _Turn:
         # After the input stage (redactions applied), without the instructions.
         self.history = messages[parsed.system_count :]
         self.translator = ResponseTranslator(
-            response_id=new_id("resp"), model=parsed.model, echo=parsed.echo
+            response_id=new_id("resp"), model=parsed.model, echo=parsed.echo, streamed=parsed.stream
         )
         self._saved = False
 
@@ -128,7 +128,8 @@ class _Turn:
         if not include_input:
             conversation = conversation[: len(conversation) - len(self.parsed.input_messages)]
         if final["status"] != "failed":
-            conversation = conversation + items_to_messages(final["output"], where="output")
+            output = self.translator.conversation_output()
+            conversation = conversation + items_to_messages(output, where="output")
         record = StoredResponse(
             id=final["id"],
             owner=_owner(self.request),

@@ -279,7 +279,9 @@ def items_to_messages(items: list[Any], *, where: str) -> list[dict[str, Any]]:
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                # "" rather than null: llama.cpp's server rejects a null content (a 500), and
+                # vLLM, Ollama and OpenAI all take "" beside tool_calls.
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function_call_output":
             messages.append(_function_call_output(item, at))
         elif kind == "reasoning":

@@ -14,7 +14,9 @@ sends them: ``response.created``, ``response.in_progress``, then per output item
 Reasoning text (``reasoning_content`` / ``reasoning``) becomes a ``reasoning`` item, content a
 ``message`` item, each tool-call index a ``function_call`` item. Calls may interleave (their
 events name their ``output_index``), so function-call items stay open until the end; a message
-or reasoning item closes when the model moves on to something else.
+or reasoning item closes when the model moves on to something else. A legacy ``function_call``
+is tool call 0; a delta that carries the same call both ways (llama-cpp-python's server) is read
+once, from ``tool_calls``, and copies that differ fail the response.
 
 Neither class does I/O: the handler feeds network reads in and writes what comes out.
 """
@@ -28,6 +30,7 @@ from typing import Any
 
 from proxy import json_codec
 from proxy.openai_texts import serialize_arguments
+from proxy.refusal import REFUSAL_SEPARATOR
 from proxy.responses_request import new_id
 from proxy.sse import SSEDecoder, SSEError
 from proxy.stream_guard import GuardState, StreamGuard
@@ -162,8 +165,12 @@ _ZERO_USAGE = _usage({})
 class ResponseTranslator:
     """Builds the Responses events for one response; ``final`` is set once it has ended."""
 
-    def __init__(self, *, response_id: str, model: str, echo: dict[str, Any]) -> None:
+    def __init__(
+        self, *, response_id: str, model: str, echo: dict[str, Any], streamed: bool = True
+    ) -> None:
         self.id = response_id
+        # Whether the client gets the events as they are made, or only the final response.
+        self._streamed = streamed
         self.model = model
         self.created_at = int(time.time())
         self._echo = echo
@@ -172,11 +179,15 @@ class ResponseTranslator:
         self._message: _Item | None = None  # the open message item, if any
         self._reasoning: _Item | None = None  # the open reasoning item, if any
         self._calls: dict[int, _Item] = {}  # open function-call items by tool-call index
+        # Where the calls' text comes from: ``tool_calls`` or the legacy ``function_call``
+        # (``_legacy_call``); never both, which the guard checked as two texts.
+        self._calls_from: str | None = None
         # The reasoning key the stream uses: servers that send both keys send the same text
         # twice, and the guard checks each key as its own text, so two keys are never joined.
         self._reasoning_key: str | None = None
         self._finish_reason: str | None = None
         self._usage: dict[str, Any] | None = None
+        self._refusal: _Item | None = None  # the refusal message, once a shield blocked
         self.final: dict[str, Any] | None = None
         self.ended = False
         self.failed = False
@@ -253,9 +264,24 @@ class ResponseTranslator:
         return events
 
     def refuse(self, message: str) -> list[Event]:
-        """A shield blocked: the answer is a message with a refusal part, and nothing else."""
-        events = self._close_all("incomplete")
-        item = self._add("message")
+        """A shield blocked: the answer ends with a message whose refusal part is ``message``.
+
+        A stream client keeps what it was sent: the items under way are closed as incomplete
+        (holding only text that passed) and the final response lists them before the refusal,
+        as the events did. After released text the refusal starts with a blank line, so that a
+        client printing the deltas does not glue it to the sentence it cut short. A non-stream
+        client was sent nothing: its answer is the refusal alone, as for a blocked chat reply.
+        """
+        if self._streamed:
+            events = self._close_all("incomplete")
+        else:
+            events = []
+            self._items.clear()
+            self._message = self._reasoning = None
+            self._calls.clear()
+        if self._released_text():
+            message = REFUSAL_SEPARATOR + message
+        item = self._refusal = self._add("message")
         events.append(self._added(item))
         part = _Part("refusal", [message])
         item.parts.append(part)
@@ -269,9 +295,26 @@ class ResponseTranslator:
         item.open = False
         item.status = "completed"
         events.append(self._done_item(item))
-        final = self._response("completed", [item.dump()], usage=self._usage or _ZERO_USAGE)
+        output = [each.dump() for each in self._items]
+        final = self._response("completed", output, usage=self._usage or _ZERO_USAGE)
         events.append(self._end("response.completed", final))
         return events
+
+    def conversation_output(self) -> list[dict[str, Any]]:
+        """The final output items a stored conversation continues from.
+
+        After a refusal, the refusal alone, without its separator: the items before it were
+        cut off where a shield stopped them (a cut-off call is one no tool can answer, and two
+        assistant turns in a row break strict chat templates).
+        """
+        if self.final is None:
+            return []
+        if self._refusal is None:
+            return list(self.final["output"])
+        refusal = self._refusal.dump()
+        text = refusal["content"][0]["refusal"]
+        refusal["content"][0]["refusal"] = text.removeprefix(REFUSAL_SEPARATOR)
+        return [refusal]
 
     def fail(self, message: str) -> list[Event]:
         """The upstream failed: ``response.failed`` with what was released so far."""
@@ -308,10 +351,44 @@ class ResponseTranslator:
             elif key == "tool_calls":
                 if not isinstance(value, list):
                     raise MalformedChunk("`tool_calls` is not a list")
+                if self._calls_from == "function_call":
+                    raise MalformedChunk("`tool_calls` after legacy `function_call` deltas")
+                self._calls_from = "tool_calls"
                 for position, call in enumerate(value):
                     self._tool_call(call, position, events)
             elif key == "function_call":
-                raise MalformedChunk("legacy `function_call` deltas are not supported")
+                self._legacy_call(value, delta.get("tool_calls"), events)
+
+    def _legacy_call(self, function: Any, calls: Any, events: list[Event]) -> None:
+        """The legacy ``function_call``: the same call as tool call index 0.
+
+        The guard checks it on a channel of its own, apart from ``tool_calls``, so the item's
+        text must come from one of them only: a delta carrying both (llama-cpp-python's server
+        sends both, the same call twice) is read from ``tool_calls`` once the two agree, and a
+        stream that mixed them would make the item a join of two texts checked apart.
+        """
+        legacy = _call_text(function)
+        if calls is not None:
+            if not isinstance(calls, list):
+                raise MalformedChunk("`tool_calls` is not a list")
+            first = next(
+                (
+                    call
+                    for position, call in enumerate(calls)
+                    if isinstance(call, dict) and call.get("index", position) == 0
+                ),
+                None,
+            )
+            twin = _call_text(first.get("function") if first is not None else None)
+            if legacy != twin and legacy != ("", ""):
+                raise MalformedChunk("`function_call` and `tool_calls` disagree")
+            return  # the call is read from `tool_calls`
+        if legacy == ("", ""):
+            return
+        if self._calls_from == "tool_calls":
+            raise MalformedChunk("a legacy `function_call` delta in a stream of `tool_calls`")
+        self._calls_from = "function_call"
+        self._tool_call({"index": 0, "function": function}, 0, events)
 
     def _text(self, kind: str, text: str, events: list[Event]) -> None:
         if not text:
@@ -388,8 +465,13 @@ class ResponseTranslator:
             item.call_id = call_id if isinstance(call_id, str) and call_id else new_id("call")
             item.name = name if isinstance(name, str) else ""
             events.append(self._added(item))
-        elif isinstance(name, str) and name and not item.name:
-            item.name = name
+        elif isinstance(name, str) and name:
+            # Some servers (llama-cpp-python) repeat the name and id in every delta of a call:
+            # the same name continues the call; another one is not this call's to take.
+            if not item.name:
+                item.name = name
+            elif name != item.name:
+                raise MalformedChunk("a tool call's `name` changed mid-call")
         if arguments:
             item.arguments.append(arguments)
             events.append(
@@ -402,6 +484,15 @@ class ResponseTranslator:
             )
 
     # -- items -------------------------------------------------------------------------------
+
+    def _released_text(self) -> bool:
+        """Whether answer text (``output_text``, the chat stream's content) was sent."""
+        return any(
+            part.kind == "output_text" and part.text
+            for item in self._items
+            if item.kind == "message"
+            for part in item.parts
+        )
 
     def _add(self, kind: str) -> _Item:
         prefix = {"message": "msg", "reasoning": "rs", "function_call": "fc"}[kind]
@@ -508,6 +599,23 @@ def _as_delta(message: Any) -> Any:
             for position, call in enumerate(calls)
         ]
     return delta
+
+
+def _call_text(function: Any) -> tuple[str, str]:
+    """A call's name and arguments as text (what a legacy ``function_call`` and its twin in
+    ``tool_calls`` must agree on); ``("", "")`` for a call that carries neither."""
+    if function is None:
+        return "", ""
+    if not isinstance(function, dict):
+        raise MalformedChunk("a function call is not an object")
+    name, arguments = function.get("name"), function.get("arguments")
+    if isinstance(arguments, dict):
+        arguments = serialize_arguments(arguments)
+    if name is not None and not isinstance(name, str):
+        raise MalformedChunk("a function call's `name` is not a string")
+    if arguments is not None and not isinstance(arguments, str):
+        raise MalformedChunk("a function call's `arguments` is neither a string nor an object")
+    return name or "", arguments or ""
 
 
 def _string(value: Any, key: str) -> str:

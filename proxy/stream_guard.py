@@ -223,7 +223,7 @@ class StreamGuard:
             if len(item.segments) == 1 and self._templates_left:
                 self._check_template(event.raw, data, item.side, *item.segments[0])
         if self.blocked:
-            return self._refusal()
+            return self._refusal(held=item)
         if not self._holding:
             return event.raw
         queue = self._queue
@@ -244,7 +244,7 @@ class StreamGuard:
         if run.text:
             self._feed_text(run.template.channel, run.text, item)
         if self.blocked:
-            return self._refusal()
+            return self._refusal(held=item)
         if not self._holding:
             return run.raw
         if not self._queue and not item.segments:
@@ -609,12 +609,30 @@ class StreamGuard:
         self.state = GuardState.DONE
         return released + done_raw
 
-    def _refusal(self) -> bytes:
+    def _refusal(self, *, held: _Queued | None = None) -> bytes:
+        """The refusal tail; ``held``: the event being fed, which has not left (nor queued)."""
+        separated = self._content_sent(held)
         self._discard()
         refusal = self._policy.spec.refusal
         if refusal.style == "error":
             return stream_error(content_filter_error(refusal.message))
-        return refusal_stream(refusal.message, self._context)
+        return refusal_stream(refusal.message, self._context, separated=separated)
+
+    def _content_sent(self, held: _Queued | None) -> set[int]:
+        """The choices some of whose content has left (their refusal is set apart from it).
+
+        Events leave in order, so what left of a channel is the text before the first segment
+        of it still held; a channel no held event touches has left whole.
+        """
+        held_from: dict[_Channel, int] = {}
+        for item in [*self._queue, held] if held is not None else self._queue:
+            for channel, start, _ in item.segments:
+                held_from.setdefault(channel, start)
+        return {
+            key[0]
+            for key, channel in self._channels.items()
+            if key[1] == "content" and held_from.get(channel, channel.received) > 0
+        }
 
     def _discard(self) -> None:
         self._queue.clear()

@@ -46,6 +46,9 @@ __all__ = [
     "chunk",
     "error_body",
     "json_bytes",
+    "llamacpp_sse",
+    "llamacpp_tool_chunks",
+    "llamacpp_tool_completion",
     "models_list",
     "split_at",
     "split_every",
@@ -650,4 +653,99 @@ def models_list(*ids: str) -> dict[str, Any]:
             {"id": model_id, "object": "model", "created": FAKE_CREATED, "owned_by": "fake"}
             for model_id in ids or ("fake-model",)
         ],
+    }
+
+
+# ---- llama-cpp-python's server -------------------------------------------------------------
+#
+# Its exact shapes (llama_cpp/llama_chat_format.py, ``_convert_completion_to_chat_function``,
+# served by sse-starlette): every streamed delta of a tool call carries the call twice, as the
+# legacy ``function_call`` and as ``tool_calls[0]``, with the name (and id) repeated each time;
+# the data is ``json.dumps`` output, events end with CRLF, and ``: ping`` comments come between
+# them. ``stream_options.include_usage`` is ignored: no usage chunk.
+
+
+def llamacpp_sse(*payloads: dict[str, Any] | str) -> bytes:
+    """Events as sse-starlette writes them: ``data: <json.dumps>`` and CRLF line ends."""
+    return b"".join(
+        b"data: "
+        + (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        + b"\r\n\r\n"
+        for payload in payloads
+    )
+
+
+def _llamacpp_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-xyz",
+        "object": "chat.completion.chunk",
+        "created": FAKE_CREATED,
+        "model": "fake-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+    }
+
+
+def llamacpp_tool_chunks(
+    name: str, pieces: list[str], *, ping: bool = True, legacy: Any = "same"
+) -> list[bytes]:
+    """The writes of a streamed tool call, one event per write (``pieces``: the arguments).
+
+    ``legacy``: what each delta's ``function_call`` is — ``"same"`` (the server's behaviour), a
+    callable ``(i, piece) -> dict | None`` to make it differ, or ``None`` to leave it out.
+    """
+    call_id = f"call__0_{name}_cmpl-xyz"
+    writes = [
+        llamacpp_sse(
+            _llamacpp_chunk(
+                {"role": "assistant", "content": None, "function_call": None, "tool_calls": None}
+            )
+        )
+    ]
+    for i, piece in enumerate(pieces):
+        delta: dict[str, Any] = {"role": "assistant", "content": None}
+        function_call: Any = {"name": name, "arguments": piece}
+        if callable(legacy):
+            function_call = legacy(i, piece)
+        elif legacy is None:
+            function_call = None
+        if function_call is not None:
+            delta["function_call"] = function_call
+        delta["tool_calls"] = [
+            {
+                "index": 0,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": piece},
+            }
+        ]
+        writes.append(llamacpp_sse(_llamacpp_chunk(delta)))
+        if ping and i == 0:
+            writes.append(b": ping - 2025-01-01 00:00:00.000000+00:00\r\n\r\n")
+    writes.append(llamacpp_sse(_llamacpp_chunk({}, "tool_calls"), "[DONE]"))
+    return writes
+
+
+def llamacpp_tool_completion(name: str, arguments: str) -> dict[str, Any]:
+    """A non-stream ``chat.completion`` with a tool call, as llama-cpp-python answers it."""
+    call_id = f"call__0_{name}_cmpl-xyz"
+    function = {"name": name, "arguments": arguments}
+    return {
+        "id": "chatcmpl-xyz",
+        "object": "chat.completion",
+        "created": FAKE_CREATED,
+        "model": "fake-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": dict(function),
+                    "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+                },
+                "logprobs": None,
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": _usage(5, 7),
     }

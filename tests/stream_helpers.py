@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from proxy.refusal import StreamContext
+from proxy.refusal import REFUSAL_SEPARATOR, StreamContext
 from proxy.sse import SSEDecoder, SSEEvent
 from proxy.stream_guard import StreamGuard
 from shields.policy import CompiledPolicy
@@ -17,6 +17,11 @@ from tests.fake_upstream import chunk
 __all__ = ["REFUSAL_DELTA", "channel_text", "deltas", "events_of", "payloads", "run"]
 
 REFUSAL_DELTA = {"role": "assistant", "content": "Sorry, I can't help with that."}
+# After content already sent, the refusal is set apart from it by a blank line.
+_REFUSAL_DELTAS = (
+    REFUSAL_DELTA,
+    {**REFUSAL_DELTA, "content": REFUSAL_SEPARATOR + REFUSAL_DELTA["content"]},
+)
 
 
 def events_of(body: bytes) -> list[SSEEvent]:
@@ -60,7 +65,7 @@ def channel_text(body: bytes, key: str, index: int = 0) -> str:
             continue
         for choice in payload["choices"]:
             delta = choice["delta"]
-            if choice["index"] != index or delta == REFUSAL_DELTA:
+            if choice["index"] != index or delta in _REFUSAL_DELTAS:
                 continue
             if key == "arguments":
                 for call in delta.get("tool_calls") or []:

@@ -422,7 +422,7 @@ async def test_function_call_output_round_trip_with_previous_response(
         {"role": "user", "content": "Weather and time?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_a",
@@ -620,11 +620,19 @@ def stream_with_banned_phrase(prefix_len: int = 300) -> tuple[str, list[Any], in
     return text, events, cut
 
 
-def assert_refusal_response(response: dict[str, Any]) -> None:
+def assert_refusal_response(
+    response: dict[str, Any], partial: tuple[str, ...] = (), *, separated: bool = False
+) -> None:
+    """``partial``: the types of the items a stream sent before the block (closed incomplete);
+    ``separated``: answer text was sent, and the refusal starts with a blank line."""
     assert response["status"] == "completed"
-    [message] = response["output"]
+    *before, message = response["output"]
+    assert [(item["type"], item["status"]) for item in before] == [
+        (kind, "incomplete") for kind in partial
+    ]
     assert message["type"] == "message" and message["role"] == "assistant"
-    assert message["content"] == [{"type": "refusal", "refusal": REFUSAL}]
+    refusal = "\n\n" + REFUSAL if separated else REFUSAL
+    assert message["content"] == [{"type": "refusal", "refusal": refusal}]
 
 
 async def test_output_block_mid_stream_is_a_refusal_and_closes_the_upstream(
@@ -655,12 +663,14 @@ async def test_output_block_mid_stream_is_a_refusal_and_closes_the_upstream(
         "completed",
     ]
     refusal_delta = got[names.index("refusal.delta")]
-    assert refusal_delta["delta"] == REFUSAL
+    # Set apart by a blank line from the text sent, if any was.
+    assert refusal_delta["delta"] == ("\n\n" if released else "") + REFUSAL
     assert got[names.index("content_part.added", len(names) - 7)]["part"] == {
         "type": "refusal",
         "refusal": "",
     }
-    assert_refusal_response(final_of(got))
+    sent = ("message",) if released else ()
+    assert_refusal_response(final_of(got), sent, separated=bool(released))
     assert await upstream.wait_for_disconnect(1.0) is not None
 
 
@@ -678,13 +688,14 @@ async def test_output_block_with_the_sdk_helpers(
     released = "".join(e.delta for e in got if e.type == "response.output_text.delta")
     assert released and text.startswith(released)  # some text passed before the block...
     assert len(released) <= text.index(BANNED_OUT)
-    # ...its message item was closed as incomplete, and the answer is the refusal alone.
+    # ...its message item was closed as incomplete, and the answer ends with the refusal.
     closed = [e.item for e in got if e.type == "response.output_item.done"]
     assert [(item.type, item.status) for item in closed] == [
         ("message", "incomplete"),
         ("message", "completed"),
     ]
-    assert_refusal_response(validated(final).model_dump(mode="json"))
+    assert_refusal_response(validated(final).model_dump(mode="json"), ("message",), separated=True)
+    assert final.output_text == released
     assert await upstream.wait_for_disconnect(1.0) is not None
 
     raw = await client.responses.with_raw_response.create(model=MODEL, input="Tell me")
@@ -711,7 +722,7 @@ async def test_output_block_in_function_call_arguments(
     assert all("sarin" not in json.dumps(e) for e in got)
     call_done = next(e for e in got if e["type"] == "response.output_item.done")
     assert call_done["item"]["status"] == "incomplete"
-    assert_refusal_response(final_of(got))
+    assert_refusal_response(final_of(got), ("function_call",))
     assert await upstream.wait_for_disconnect(1.0) is not None
 
 

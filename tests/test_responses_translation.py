@@ -107,15 +107,21 @@ def test_zero_leak_through_the_responses_events(
     final = events[-1]
     assert final["type"] == "response.completed"
     Response.model_validate(final["response"])
-    assert final["response"]["output"] == [
-        {
-            "id": final["response"]["output"][0]["id"],
-            "type": "message",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "refusal", "refusal": "No."}],
-        }
-    ]
+    *partial, refusal = final["response"]["output"]
+    # After answer text was sent, the refusal is set apart from it by a blank line.
+    separator = "\n\n" if released and key == "content" else ""
+    assert refusal == {
+        "id": refusal["id"],
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": separator + "No."}],
+    }
+    # The final response lists every item streamed before the refusal, as it was closed.
+    done = [e for e in events if e["type"] == "response.output_item.done"]
+    assert [e["output_index"] for e in done] == list(range(len(partial) + 1))
+    assert final["response"]["output"] == [e["item"] for e in done]
+    assert all(item["status"] == "incomplete" for item in partial)
 
 
 @settings(max_examples=80, deadline=None)
