@@ -125,9 +125,11 @@ class StreamGuard:
         context: StreamContext,
         *,
         on_finding: FindingSink | None = None,
+        on_held: Callable[[int], None] | None = None,
         max_held_bytes: int = 16 * 1024 * 1024,
         fingerprint: Callable[[str], str] | None = None,
         remote: RemoteContext | None = None,
+        adaptive_holdback: bool = True,
     ) -> None:
         self._policy = policy
         self._context = context
@@ -149,11 +151,16 @@ class StreamGuard:
         self._ending = False
         self._done_raw = b""
         self._holdback = policy.holdback
+        # Release up to every scanner's open candidate (``TextScan``'s adaptive rule), with
+        # ``holdback_chars`` as the bound; False: the fixed window (benchmarks compare them).
+        self._adaptive = adaptive_holdback
         self._channels: dict[tuple[Any, ...], _Channel] = {}
         self._queue: deque[_Queued] = deque()
         self._held_bytes = 0
         self._max_held_bytes = max_held_bytes
         self._on_finding = on_finding
+        # Told, once per scan that released events, how many scanned characters stay held.
+        self._on_held = on_held
         self._fingerprint = fingerprint
         self._finished_choices: set[int] = set()
         # The request's ``n``: a context starts with one choice per choice asked for.
@@ -330,7 +337,16 @@ class StreamGuard:
         if self._checks is not None:
             self._checks.schedule(list(self._channels.values()), final=False)
         if self._holding:
+            parts = len(out)
             self._release_into(out)
+            if self._on_held is not None and len(out) > parts:
+                self._on_held(self._held_chars())
+
+    def _held_chars(self) -> int:
+        """Characters scanned but still held on the channel of the first event held."""
+        if not self._queue:
+            return 0
+        return max((c.received - start for c, start, _ in self._queue[0].segments), default=0)
 
     def collect_checks(self) -> bytes:
         """Applies the remote verdicts that arrived; returns what may now leave."""
@@ -455,6 +471,7 @@ class StreamGuard:
         text_scan = TextScan(
             self._shields,
             holdback=self._holdback,
+            adaptive=self._adaptive,
             fail_closed=self._policy.spec.on_error == "block",
             fingerprint=self._fingerprint,
         )

@@ -6,8 +6,23 @@ or all at once (a whole-text check — the same code path, so streams and whole 
 
 A scanner must report a match as soon as the text fed so far contains it, at the latest once
 ``max_match`` normalized characters past the match's first character have been fed. The stream
-guard relies on that: it holds back ``holdback_chars >= max_match`` characters, so nothing a
-scanner could still report has left the proxy.
+guard relies on that: it never holds back more than ``holdback_chars >= max_match``
+characters, so nothing a scanner could still report has left the proxy.
+
+Adaptive hold-back: after every feed a scanner also says where its *open candidate* starts,
+``Scanner.open_from(end, window)``: the earliest offset at which a finding it may still report
+(by a later ``feed`` or by ``finish``) could start, or ``end`` — the end of what it was fed —
+when nothing is pending. Offsets are those the scanner matches in: normalized ones, original
+ones for ``matches_raw`` shields (as for ``max_match``); ``shields.scan.TextScan`` takes the
+smallest over its scanners and maps it to the original text once. The contract is one-sided:
+a smaller value than necessary only holds text longer; a larger one would let a match leave.
+The default is the fixed window, ``end - window`` with ``window`` the shield's ``max_match``,
+which the reporting rule above makes sound for every scanner: a scanner that does not know
+better holds exactly what the fixed-window guard held for it. Normalization adds no
+look-ahead: the normalized view of a text is defined character by character (see
+``shields.normalize``), so a character that arrives later never changes what was emitted
+before it (a combining mark or a zero-width character after a letter is dropped, never
+composed with it).
 """
 
 from __future__ import annotations
@@ -112,6 +127,17 @@ class Scanner(ABC):
         """The text has ended: report matches that were waiting for more text."""
         return []
 
+    def open_from(self, end: int, window: int) -> int:
+        """Where the earliest finding this scanner may still report could start (see the
+        module docstring); ``end`` when none can start before the text fed so far ends.
+
+        ``end`` is the length of the text fed so far and ``window`` the shield's
+        ``max_match``, in the scanner's offsets. Called after a feed, never after
+        ``finish``. This default is the fixed window: sound for every scanner that keeps the
+        ``max_match`` promise, and as tight as the stream guard used to be.
+        """
+        return end - window
+
 
 class Shield(ABC):
     """A configured shield. Subclasses register themselves in ``shields.registry``."""
@@ -137,6 +163,13 @@ class Shield(ABC):
     @abstractmethod
     def scanner(self) -> Scanner:
         """A fresh scanner for one text."""
+
+    @property
+    def adaptive_holdback(self) -> bool:
+        """Whether the shield's scanners bound their open candidate more tightly than the
+        fixed ``max_match`` window (``Scanner.open_from``). Those that do not hold
+        ``max_match`` characters of every stream: worth knowing when tuning a policy."""
+        return type(self.scanner()).open_from is not Scanner.open_from
 
     def check_request(self, messages: Sequence[tuple[Role, str]]) -> list[Finding]:
         """Request-wide checks at the input stage (message counts, total size...).

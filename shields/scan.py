@@ -4,6 +4,14 @@
 the stream guard feeds it a channel chunk by chunk. It normalizes each chunk once for all
 shields, turns shield failures into findings (fail closed), and says how far the text is
 *safe*: no finding reported later can touch a character before ``safe_end``.
+
+Two rules for ``safe_end``. The fixed window (the default): everything but the last
+``holdback`` characters scanned. The adaptive one (``adaptive=True``, what the stream guard
+uses): everything before the earliest open candidate of any scanner
+(``Scanner.open_from``: normalized offsets mapped to original ones through the normalizer,
+original ones for the shields that read the original text), and never less than the fixed
+window — ``holdback`` is then an upper bound on what is held, not a constant delay. In prose
+that is the few characters that may still begin a deny-list phrase or a secret's prefix.
 """
 
 from __future__ import annotations
@@ -45,12 +53,14 @@ class TextScan:
     """
 
     __slots__ = (
+        "_adaptive",
         "_batch",
         "_fail_closed",
         "_fingerprint",
         "_keep",
         "_norm_holdback",
         "_normalizer",
+        "_opens",
         "_pending",
         "_pending_len",
         "_raw_holdback",
@@ -70,6 +80,7 @@ class TextScan:
         role: Role | None = None,
         fingerprint: Callable[[str], str] | None = None,
         batch: int = 0,
+        adaptive: bool = False,
     ) -> None:
         if batch < 0:
             raise ValueError("batch must be >= 0")
@@ -82,6 +93,8 @@ class TextScan:
         self._norm_holdback = holdback if plan.reads_norm else 0
         self._raw_holdback = holdback if plan.reads_raw else 0
         self._keep = max(holdback, plan.max_match) + 2
+        self._adaptive = adaptive
+        self._opens = _opens(self._scanners)
         self._fail_closed = fail_closed
         self._normalizer = IdentityNormalizer() if plan.raw_only else StreamNormalizer()
         # With a fingerprint function, the last characters are kept so that a finding's
@@ -128,6 +141,37 @@ class TextScan:
             threshold = normalizer.norm_len - self._norm_holdback
             safe = min(safe, normalizer.orig_start(threshold) if threshold > 0 else 0)
         return max(safe, 0)
+
+    def _open_end(self) -> int:
+        """The adaptive ``safe_end``: before every scanner's open candidate, and no further
+        back than the fixed window (``holdback`` bounds what is held)."""
+        normalizer = self._normalizer
+        norm_len, orig_len = normalizer.norm_len, normalizer.orig_len
+        norm_open, raw_open = norm_len, orig_len
+        for open_from, window, raw in self._opens:
+            if raw:
+                at = open_from(orig_len, window)
+                if at < raw_open:
+                    raw_open = at
+            else:
+                at = open_from(norm_len, window)
+                if at < norm_open:
+                    norm_open = at
+        if self._raw_holdback and raw_open < orig_len - self._raw_holdback:
+            raw_open = orig_len - self._raw_holdback
+        if self._norm_holdback and norm_open < norm_len - self._norm_holdback:
+            norm_open = norm_len - self._norm_holdback
+        safe = raw_open
+        if norm_open < norm_len:
+            # The original character that produced the first held normalized one: characters
+            # the normalizer dropped just before it (a zero-width space) leave, and may, since
+            # no normalized match starts on them.
+            held = normalizer.orig_start(norm_open) if norm_open > 0 else 0
+            if held < safe:
+                safe = held
+        # Never back: what an earlier scan declared safe stays safe (and may have left).
+        previous = self.safe_end
+        return safe if safe > previous else previous
 
     def feed(self, raw: str) -> list[Finding]:
         """Takes the next piece of the text; returns the findings its scan completes.
@@ -180,15 +224,18 @@ class TextScan:
             else:
                 if found:
                     findings += found
-        # ``_safe_end``, inlined: this runs once per scan.
         norm_len = normalizer.norm_len
-        safe = normalizer.orig_len - self._raw_holdback
-        if self._norm_holdback:
-            threshold = norm_len - self._norm_holdback
-            held = normalizer.orig_start(threshold) if threshold > 0 else 0
-            if held < safe:
-                safe = held
-        self.safe_end = safe if safe > 0 else 0
+        if self._adaptive:
+            self.safe_end = self._open_end()
+        else:
+            # ``_safe_end``, inlined: this runs once per scan.
+            safe = normalizer.orig_len - self._raw_holdback
+            if self._norm_holdback:
+                threshold = norm_len - self._norm_holdback
+                held = normalizer.orig_start(threshold) if threshold > 0 else 0
+                if held < safe:
+                    safe = held
+            self.safe_end = safe if safe > 0 else 0
         normalizer.forget_before(norm_len - self._keep)
         if self._fingerprint is not None:
             findings = self._digested(findings, raw)
@@ -231,7 +278,16 @@ class TextScan:
     def _failed(self, shield: Shield, exc: Exception) -> list[Finding]:
         """A scanner raised: it is dropped for the rest of the text, and fails closed."""
         self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
+        self._opens = _opens(self._scanners)
         return _failure(shield, exc, self._fail_closed)
+
+
+def _opens(
+    scanners: list[tuple[Shield, Scanner]],
+) -> list[tuple[Callable[[int, int], int], int, bool]]:
+    """Each scanner's ``open_from`` with its window and offsets (original or normalized),
+    looked up once: the adaptive ``safe_end`` calls them after every scan."""
+    return [(sc.open_from, shield.max_match, shield.matches_raw) for shield, sc in scanners]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,13 @@ every letter of "a b o m b" is a token — so there words and phrases alike matc
 the run, and a match counts only if it crosses a removed separator (anything else is the plain
 view's business). Entries with fewer than three letters are not matched in spaced form: a run
 needs three, and short keys would hit inside any list of initials.
+
+Adaptive hold-back (``Scanner.open_from``): a match can only still start where the text seen
+so far ends with a prefix of some entry (a path of the automaton's trie: "... how to build a b"
+ends with "build a b"), which includes a word waiting for its right boundary. The longest such
+suffix is found from a pointer that only moves forward, by set lookups among the entries'
+prefixes (a short list; a long one walks pyahocorasick's trie). In prose that is 0-3
+characters. Spelled-out matching keeps the fixed window.
 """
 
 from __future__ import annotations
@@ -183,6 +190,11 @@ class DenylistShield(Shield):
         self._max_match = longest
         self._context = longest + 1
         self._template = self.finding("", 0, 0)
+        # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
+        self._prefixes: frozenset[str] | None = None
+        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
+            self._prefixes = frozenset(key[:n] for key in keys for n in range(1, len(key) + 1))
+        self._first_chars = frozenset(key[0] for key in keys)
         self._spaced_automaton: Any = None
         self._spaced_gap = spec.spaced_max_gap
         self._spaced_longest = 0
@@ -206,6 +218,10 @@ class DenylistShield(Shield):
     @property
     def max_match(self) -> int:
         return self._max_match
+
+    @property
+    def adaptive_holdback(self) -> bool:
+        return self._spaced_automaton is None
 
     def _finding(self, label: str, start: int, end: int) -> Finding:
         """``self.finding(label, start, end)`` at a third of the cost: a deny list of common
@@ -258,6 +274,8 @@ class _DenylistScanner(Scanner):
         self._tail_start = 0
         # Word matches whose right boundary is the next, not yet seen, character.
         self._pending: list[tuple[int, int, str]] = []
+        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``).
+        self._open = 0
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         norm = chunk.norm
@@ -301,6 +319,41 @@ class _DenylistScanner(Scanner):
         if spaced is not None:
             self._scan_spaced(spaced, spaced.feed(norm), chunk.normalizer, findings)
         return findings
+
+    def open_from(self, end: int, window: int) -> int:
+        if self._spaced is not None:
+            # A spelled-out entry may be forming over separators the view has not decided.
+            return end - window
+        tail = self._tail
+        # The tail holds the longest key: enough for the longest suffix that can be a path.
+        self._open = self._open_prefix(tail, self._tail_start + len(tail))
+        return self._open
+
+    def _open_prefix(self, text: str, end_of_text: int) -> int:
+        """Where the longest suffix of the text (ending at ``end_of_text``) that is a path of
+        the trie starts; ``end_of_text`` when none. Only such a suffix can grow into a match,
+        and a word waiting for its boundary is one (its key is a path).
+
+        Starts are tried leftmost first from the last answer: once a start fails, no longer
+        text can make it a path again, so the pointer never goes back, and in prose it tries
+        the few characters of the new chunk.
+        """
+        shield = self._shield
+        pos = max(self._open, end_of_text - len(text), end_of_text - shield._longest_key)
+        offset = end_of_text - len(text)  # of text[0]
+        prefixes = shield._prefixes
+        if prefixes is not None:
+            firsts = shield._first_chars
+            # A start whose character begins no key is passed without building the suffix.
+            while pos < end_of_text and (
+                text[pos - offset] not in firsts or text[pos - offset :] not in prefixes
+            ):
+                pos += 1
+            return pos
+        match = shield._automaton.match  # a long list: walk the trie
+        while pos < end_of_text and not match(text[pos - offset :]):
+            pos += 1
+        return pos
 
     def _feed_prefiltered(
         self, text: str, base: int, end_of_text: int, findings: list[Finding], chunk: Chunk

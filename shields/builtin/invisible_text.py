@@ -26,6 +26,10 @@ at the very start are exempt; by default a single soft hyphen, LRM or variation 
 A run of invisible characters has no length limit, so a run is reported piece by piece as it
 arrives: once a run reaches its ``min_run``, everything seen of it is reported, and every later
 character of it in the feed that brings it. ``max_match`` therefore stays a few characters.
+
+Adaptive hold-back (``Scanner.open_from``): only what waits for the next character is open —
+a run shorter than its ``min_run``, a joiner whose exemption depends on what follows it, the
+tag letters after a black flag. Visible text ends all three, so prose holds nothing.
 """
 
 from __future__ import annotations
@@ -333,6 +337,18 @@ class _InvisibleScanner(Scanner):
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         self._resolve(next_char=None)
         return self._findings()
+
+    def open_from(self, end: int, window: int) -> int:
+        # A reported run reports each further character as it comes: only these wait.
+        held = self._held
+        if held is None and not self._flag and not self._pending:
+            return end  # prose
+        at = end if held is None else held
+        if self._flag and self._flag[0] < at:
+            at = self._flag[0]
+        if self._pending and self._pending[0][0] < at:
+            at = self._pending[0][0]
+        return at
 
     def _visible(self, first: str, last: str) -> None:
         """A stretch of visible text from ``first`` to ``last``: it ends any run."""

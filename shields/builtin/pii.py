@@ -38,6 +38,13 @@ How text is scanned, cheaply and incrementally:
   any chunking, gives exactly the whole-text findings, each as soon as it is decidable and never
   later than ``max_match`` normalized characters past its first character.
 
+Adaptive hold-back (``Scanner.open_from``): every entity is a run of the characters it can
+contain, so text is held only from where such a run could still begin: the first undecided
+digit run, less the two characters of a "+(" lead or an IBAN country code, and less the
+hex-and-colon run before it (IPv6); and the run of local-part characters at the end of the
+text (or before an undecided "@"), which a later "@" would make an e-mail address — in prose,
+the last word.
+
 The built-in patterns run on Python's ``re``: each is anchored at a start (``match``, never a
 search over the text) and every repetition is bounded or over a class disjoint from what follows
 it, so no pattern can backtrack more than a small constant per start. Policy files supply no
@@ -141,6 +148,9 @@ _LONE = re.compile(rf"[0-9]{{1,6}}(?![0-9:]|[ .\-/(){_DASHES}]{{1,3}}[0-9(])")
 _JOINERS = frozenset("-/," + _DASHES)
 _NUMBER_JOINERS = frozenset("-." + _DASHES)
 _HEX_COLON = frozenset("0123456789abcdef:.")
+# What may come right before a digit run and still be part of the entity (``_starts``): the
+# two letters of an IBAN's country code, a phone number's "+" or "(".
+_LEADS = frozenset("abcdefghijklmnopqrstuvwxyz+(")
 _CARD_SEPS = frozenset(" -." + _DASHES)  # "4111.1111.1111.1111" too
 # ``(?:...)`` pieces below are each bounded; see the module docstring on backtracking.
 _SSN = re.compile(rf"([0-9]{{3}})([ \-{_DASHES}])([0-9]{{2}})\2([0-9]{{4}})")
@@ -350,6 +360,34 @@ class _PiiScanner(Scanner):
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         self._final = True
         return self._scan(normalizer)
+
+    def open_from(self, end: int, window: int) -> int:
+        shield = self._shield
+        at = end
+        if shield.numeric:
+            # Starts of an undecided digit run, or of one still to come (``_starts``).
+            pos = self._pos
+            lead = self._run_start(pos, _LEADS.__contains__, 2)  # "+(" or an IBAN's country
+            if shield.ipv6:
+                lead = min(lead, self._run_start(pos, _HEX_COLON.__contains__, 46))
+            at = min(at, max(lead, self._done))
+        if shield.email:
+            # The local part before an undecided "@", or before one still to come.
+            local = self._run_start(end, _is_local_char, EMAIL_LOCAL_MAX + 1)
+            if self._at < end:
+                local = min(local, self._run_start(self._at, _is_local_char, EMAIL_LOCAL_MAX + 1))
+            at = min(at, local)
+        return at
+
+    def _run_start(self, stop: int, member: Callable[[str], bool], reach: int) -> int:
+        """Where the run of ``member`` characters that ends at global offset ``stop`` starts,
+        at most ``reach`` characters back."""
+        buf, base = self._buf, self._base
+        i = stop - base
+        low = max(0, i - reach)
+        while i > low and member(buf[i - 1]):
+            i -= 1
+        return base + i
 
     def _scan(self, normalizer: StreamNormalizer) -> list[Finding]:
         shield = self._shield
@@ -789,6 +827,11 @@ def _word_or(char: str, extra: str) -> bool:
 
 def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
+
+
+def _is_local_char(char: str) -> bool:
+    """A character of an e-mail local part (``_EMAIL_LOCAL_REVERSED``)."""
+    return char.isalnum() or char in "_.%+-"
 
 
 def _is_alnum(char: str) -> bool:

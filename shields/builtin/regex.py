@@ -7,11 +7,20 @@ backtracking (look-around, back-references); those are rejected at load time wit
 Streams are scanned over a sliding window: each feed searches the new text plus the last
 ``max_match`` characters before it, so a match split across chunks is found and nothing older
 is searched again.
+
+Adaptive hold-back (``Scanner.open_from``): a later feed can only report a match that starts in
+that window and is already there, unreported, or may still be forming at the end of the text
+— where the text ends with a prefix of a match (``prefix_pattern``). In prose, a pattern with
+a literal start ("corp-", "tok_") holds nothing until that start appears; a pattern that
+begins with a character class ("[a-z0-9]+@...") holds the run of that class at the end of the
+text. A pattern ``prefix_pattern`` cannot translate keeps the fixed ``max_match`` window.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+import re._constants as sre_constants  # type: ignore[import-not-found]  # parse trees only
 import re._parser as sre_parse  # type: ignore[import-not-found]  # widths only, never matching
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -30,6 +39,7 @@ __all__ = [
     "RegexSpec",
     "Spans",
     "compile_pattern",
+    "prefix_pattern",
     "searcher",
 ]
 
@@ -126,6 +136,169 @@ def pattern_width(pattern: str) -> int | None:
     return None if high >= _UNBOUNDED else int(high)
 
 
+class _NoPrefixes(Exception):
+    """A construct ``prefix_pattern`` does not translate."""
+
+
+# RE2 syntax that Python's parser reads differently or not at all: the translation would not
+# mean what RE2 means, so such patterns get no prefix pattern.
+_RE2_ONLY = re.compile(r"\\[pPCQEz]|\[:|\(\?P?<|\(\?[a-zA-Z]*x")
+_AT = {
+    sre_constants.AT_BOUNDARY: r"\b",
+    sre_constants.AT_NON_BOUNDARY: r"\B",
+    sre_constants.AT_BEGINNING: "^",
+    sre_constants.AT_END: "$",
+    sre_constants.AT_BEGINNING_STRING: r"\A",
+    sre_constants.AT_END_STRING: r"\z",
+}
+_CATEGORY = {
+    sre_constants.CATEGORY_DIGIT: r"\d",
+    sre_constants.CATEGORY_NOT_DIGIT: r"\D",
+    sre_constants.CATEGORY_SPACE: r"\s",
+    sre_constants.CATEGORY_NOT_SPACE: r"\S",
+    sre_constants.CATEGORY_WORD: r"\w",
+    sre_constants.CATEGORY_NOT_WORD: r"\W",
+}
+_FLAGS: tuple[tuple[int, str], ...] = (
+    (sre_constants.SRE_FLAG_IGNORECASE, "i"),
+    (sre_constants.SRE_FLAG_MULTILINE, "m"),
+    (sre_constants.SRE_FLAG_DOTALL, "s"),
+)
+
+
+def prefix_pattern(pattern: str) -> str | None:
+    """An RE2 pattern for the non-empty prefixes of what ``pattern`` matches, or None when the
+    pattern has constructs this does not translate.
+
+    For adaptive hold-back: ``prefix_pattern(p) + r"\\z"`` finds where a match of ``p`` may
+    still be forming at the end of a text. Built on the parse tree, recursively: a prefix of
+    ``AB`` is a prefix of ``A``, or ``A`` then a prefix of ``B``; of ``A{m,n}``, up to ``n - 1``
+    times ``A`` then a prefix of ``A``; of an alternation, a prefix of a branch. Assertions
+    (``\\b``, ``$``) are kept where a prefix passes them and dropped at its end, so the
+    result may accept a little more than the exact prefixes — which only holds text longer.
+    The nesting keeps it linear in the size of the pattern.
+    """
+    if _RE2_ONLY.search(pattern):
+        return None
+    try:
+        tree = sre_parse.parse(pattern)
+        body = _prefixes(list(tree))
+    except Exception:  # _NoPrefixes, or syntax only RE2 knows
+        return None
+    if body is None:
+        return None
+    flags = "".join(letter for flag, letter in _FLAGS if tree.state.flags & flag)
+    return f"(?{flags}:{body})" if flags else f"(?:{body})"
+
+
+def _prefixes(items: list[tuple[Any, Any]]) -> str | None:
+    """The non-empty prefixes of a sequence, right to left: ``N(a) | a (?:N(rest))``."""
+    rest: str | None = None
+    for op, av in reversed(items):
+        own = _item_prefixes(op, av)
+        through = None if rest is None else f"{_emit(op, av)}(?:{rest})"
+        rest = _either(own, through)
+    return rest
+
+
+def _either(first: str | None, second: str | None) -> str | None:
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return f"(?:{first}|{second})"
+
+
+def _item_prefixes(op: Any, av: Any) -> str | None:
+    if op in (sre_constants.LITERAL, sre_constants.NOT_LITERAL, sre_constants.ANY):
+        return _emit(op, av)
+    if op is sre_constants.IN:
+        return _emit(op, av)
+    if op is sre_constants.AT:
+        return None  # no character of its own
+    if op is sre_constants.BRANCH:
+        found: str | None = None
+        for branch in av[1]:
+            found = _either(found, _prefixes(list(branch)))
+        return found
+    if op is sre_constants.SUBPATTERN:
+        inner = _prefixes(list(av[3]))
+        return None if inner is None else f"(?{_group_flags(av[1], av[2])}:{inner})"
+    if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+        _, high, item = av
+        inner = _prefixes(list(item))
+        if inner is None or high == 0:
+            return None
+        whole = _emit_sequence(list(item))
+        if high == sre_constants.MAXREPEAT:
+            return f"(?:{whole})*(?:{inner})"
+        if high == 1:
+            return inner
+        return f"(?:{whole}){{0,{high - 1}}}(?:{inner})"
+    raise _NoPrefixes(str(op))
+
+
+def _group_flags(add: int, remove: int) -> str:
+    on = "".join(letter for flag, letter in _FLAGS if add & flag)
+    off = "".join(letter for flag, letter in _FLAGS if remove & flag)
+    if (add | remove) & ~(
+        sre_constants.SRE_FLAG_IGNORECASE
+        | sre_constants.SRE_FLAG_MULTILINE
+        | sre_constants.SRE_FLAG_DOTALL
+        | sre_constants.SRE_FLAG_UNICODE
+    ):
+        raise _NoPrefixes("flags")
+    return on + (f"-{off}" if off else "")
+
+
+def _emit_sequence(items: list[tuple[Any, Any]]) -> str:
+    return "".join(_emit(op, av) for op, av in items)
+
+
+def _literal(code: int) -> str:
+    char = chr(code)
+    return char if char.isascii() and char.isalnum() else f"\\x{{{code:x}}}"
+
+
+def _emit(op: Any, av: Any) -> str:
+    """The RE2 text of one parsed item (groups become non-capturing)."""
+    if op is sre_constants.LITERAL:
+        return _literal(av)
+    if op is sre_constants.NOT_LITERAL:
+        return f"[^{_literal(av)}]"
+    if op is sre_constants.ANY:
+        return "."
+    if op is sre_constants.IN:
+        parts: list[str] = []
+        negate = False
+        for kind, value in av:
+            if kind is sre_constants.NEGATE:
+                negate = True
+            elif kind is sre_constants.LITERAL:
+                parts.append(_literal(value))
+            elif kind is sre_constants.RANGE:
+                parts.append(f"{_literal(value[0])}-{_literal(value[1])}")
+            elif kind is sre_constants.CATEGORY and value in _CATEGORY:
+                parts.append(_CATEGORY[value])
+            else:
+                raise _NoPrefixes(str(kind))
+        return "[" + ("^" if negate else "") + "".join(parts) + "]"
+    if op is sre_constants.AT:
+        if av not in _AT:
+            raise _NoPrefixes(str(av))
+        return _AT[av]
+    if op is sre_constants.BRANCH:
+        return "(?:" + "|".join(_emit_sequence(list(b)) for b in av[1]) + ")"
+    if op is sre_constants.SUBPATTERN:
+        return f"(?{_group_flags(av[1], av[2])}:{_emit_sequence(list(av[3]))})"
+    if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+        low, high, item = av
+        count = f"{{{low},}}" if high == sre_constants.MAXREPEAT else f"{{{low},{high}}}"
+        lazy = "?" if op is sre_constants.MIN_REPEAT else ""
+        return f"(?:{_emit_sequence(list(item))}){count}{lazy}"
+    raise _NoPrefixes(str(op))
+
+
 def _valid_pattern(pattern: str) -> str:
     compile_pattern(pattern)
     return pattern
@@ -160,6 +333,7 @@ class RegexShield(Shield):
         )
         self._match_groups = searcher(self._regex, anchored=True)
         self._group_offsets = _group_offsets(spec.patterns)
+        self._open = _OpenSearch.of(spec.patterns, case_sensitive)
         widths = [pattern_width(p) for p in spec.patterns]
         if spec.max_match is not None:
             self._max_match = spec.max_match
@@ -171,6 +345,10 @@ class RegexShield(Shield):
     @property
     def max_match(self) -> int:
         return self._max_match
+
+    @property
+    def adaptive_holdback(self) -> bool:
+        return self._open is not None
 
     def scanner(self) -> Scanner:
         return _RegexScanner(self)
@@ -188,6 +366,46 @@ class RegexShield(Shield):
             if spans[group][0] != -1:
                 return f"pattern[{index}]"
         return "pattern"
+
+
+class _OpenSearch:
+    """The searches behind ``_RegexScanner.open_from``, compiled once per shield."""
+
+    __slots__ = ("forming", "match", "search")
+
+    def __init__(self, search: Searcher, forming: Searcher, match: Searcher) -> None:
+        self.search = search  # a whole match, or a prefix of one at the end of the text
+        self.forming = forming  # anchored: a prefix of a match reaches the end of the text
+        self.match = match  # anchored: the match a search from here reports
+
+    @classmethod
+    def of(cls, patterns: list[str], case_sensitive: bool) -> _OpenSearch | None:
+        # Pattern by pattern: each one's own flags (``(?i)`` at its start) stay its own.
+        prefixes = [prefix_pattern(pattern) for pattern in patterns]
+        if None in prefixes:
+            return None
+        forming = "(?:" + "|".join(f"(?:{prefix})" for prefix in prefixes) + ")"
+        combined = "|".join(f"(?:{pattern})" for pattern in patterns)
+        try:
+            return cls(
+                searcher(
+                    compile_pattern(
+                        f"(?:{combined})|{forming}\\z",
+                        case_sensitive=case_sensitive,
+                        capture=False,
+                    )
+                ),
+                searcher(
+                    compile_pattern(f"{forming}\\z", case_sensitive=case_sensitive, capture=False),
+                    anchored=True,
+                ),
+                searcher(
+                    compile_pattern(combined, case_sensitive=case_sensitive, capture=False),
+                    anchored=True,
+                ),
+            )
+        except ValueError:  # a translation RE2 does not take: the fixed window then
+            return None
 
 
 def _group_offsets(patterns: list[str]) -> list[int]:
@@ -358,10 +576,43 @@ class _RegexScanner(Scanner):
         self._pending = None
         return [self._finding(label, start, end, normalizer)]
 
+    def open_from(self, end: int, window: int) -> int:
+        """The leftmost place in the next search window (the last ``max_match`` characters)
+        where a match is already, unreported — a later search may cut the text into matches
+        differently and report one that overlaps a reported one — or may still form."""
+        searches = self._shield._open
+        if searches is None:
+            return end - window
+        tail, base = self._tail, self._tail_start
+        try:
+            subject = tail.encode("utf-8")
+        except UnicodeEncodeError:  # the feed has failed (closed) on this text
+            return end - window
+        ascii_only = len(subject) == len(tail)
+        low = max(0, len(tail) - window)
+        pos = low if ascii_only else len(tail[:low].encode("utf-8"))
+        size = len(subject)
+        while pos <= size:
+            start = searches.search(subject, pos, size)[0][0]
+            if start < 0:
+                return end
+            if searches.forming(subject, start, size)[0][0] != -1:
+                return base + _characters(subject, start, ascii_only)
+            match_end = searches.match(subject, start, size)[0][1]
+            if base + _characters(subject, match_end, ascii_only) > self._reported_until:
+                return base + _characters(subject, start, ascii_only)
+            pos = start + _UTF8_LENGTH[subject[start] >> 4] if start < size else size + 1
+        return end
+
     def _finding(self, label: str, start: int, end: int, normalizer: StreamNormalizer) -> Finding:
         if not self._raw:
             start, end = normalizer.orig_span(start, end)
         return self._shield.finding(label, start, end)
+
+
+def _characters(subject: bytes, offset: int, ascii_only: bool) -> int:
+    """Characters in ``subject[:offset]`` (a UTF-8 byte offset at a character boundary)."""
+    return offset if ascii_only else len(subject[:offset].decode("utf-8"))
 
 
 # Bytes in the UTF-8 sequence that starts with a byte, by the byte's high four bits (as

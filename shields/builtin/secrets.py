@@ -26,6 +26,14 @@ Streams and whole texts give the same findings: a decision about a position is o
 scanner keeps the undecided tail (about ``max_match`` characters) and does nothing. A match is
 therefore reported exactly when the text reaches ``max_match`` characters past its start: never
 later than the stream guard's hold-back allows, and at the same point in any chunking.
+
+Adaptive hold-back (``Scanner.open_from``) does not change when a match is reported, only what
+the stream guard may release meanwhile: every finding still to come lies in a match of some
+rule that starts at an undecided position, so the open candidate is the leftmost undecided
+position where a whole match is already there, or where the text ends with a prefix of one
+(``shields.builtin.regex.prefix_pattern``): one RE2 search of the undecided characters. In
+prose that is nothing, or the last few characters ("s" may begin "secret", "-" a PEM header);
+"sk-" followed by a space or a short word is no candidate once that character is there.
 """
 
 from __future__ import annotations
@@ -43,7 +51,14 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
-from shields.builtin.regex import Searcher, Spans, compile_pattern, pattern_width, searcher
+from shields.builtin.regex import (
+    Searcher,
+    Spans,
+    compile_pattern,
+    pattern_width,
+    prefix_pattern,
+    searcher,
+)
 from shields.normalize import StreamNormalizer
 from shields.registry import register
 from shields.spec import ShieldSpecBase
@@ -521,6 +536,37 @@ class SecretsShield(Shield):
             group += 1 + inner
         self._rules = compiled
         self._regex = searcher(compile_pattern("|".join(parts), case_sensitive=True))
+        # Where a match may start, whole or still forming at the end of the text (``open_from``).
+        whole = "|".join(parts)
+        forming = prefix_pattern(whole)
+        self._open_search: Searcher | None = None
+        self._prefix_at: Searcher | None = None
+        self._forming: Searcher | None = None
+        self._match_at: Searcher = searcher(
+            compile_pattern(whole, case_sensitive=True), anchored=True
+        )
+        triggers = "|".join(f"(?:{rule.prefix})" for rule in rules)
+        trigger_forming = prefix_pattern(triggers)
+        if forming is not None and trigger_forming is not None:
+            # Every match starts with its rule's prefix: the places to look at are complete
+            # prefixes and a prefix's beginning at the end of the text, which a pattern of the
+            # prefixes alone finds. (An unanchored search for whole rules and their prefixes
+            # costs ~50 us on ever-new text: RE2's DFA for it is too large to stay cached.)
+            self._open_search = searcher(
+                compile_pattern(
+                    f"{triggers}|{trigger_forming}\\z", case_sensitive=True, capture=False
+                )
+            )
+            # Tells a whole prefix (judged further) from one still forming at the end of the
+            # text (open: it may become any rule's match). A capture group in the search would
+            # tell it too, but costs RE2's slower engines on every search that finds one.
+            self._prefix_at = searcher(
+                compile_pattern(triggers, case_sensitive=True, capture=False), anchored=True
+            )
+            self._forming = searcher(
+                compile_pattern(f"{forming}\\z", case_sensitive=True, capture=False),
+                anchored=True,
+            )
         prefixes = [rule.prefix for rule in rules]
         self._triggers = searcher(
             compile_pattern(
@@ -565,9 +611,11 @@ class _SecretsScanner(Scanner):
 
     __slots__ = (
         "_buf",
+        "_clear",
         "_end",
         "_need",
         "_off",
+        "_open_search",
         "_pending",
         "_pos",
         "_shield",
@@ -587,6 +635,8 @@ class _SecretsScanner(Scanner):
         self._pos = 0
         self._tail: _Compiled | None = None
         self._need = shield._max_match  # characters past _pos that make a scan worth it
+        self._clear = 0  # ``open_from``: no match can start before this
+        self._open_search = shield._open_search
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -625,6 +675,59 @@ class _SecretsScanner(Scanner):
             self._pending.clear()
             self._buf += text.encode("ascii", "replace")
         return self._scan(final=True)
+
+    def open_from(self, end: int, window: int) -> int:
+        if self._tail is not None:
+            return self._pos  # the next piece of a long secret starts there
+        search = self._open_search
+        if search is None:
+            return end - window
+        pending = self._pending
+        if pending:
+            # Into the buffer now rather than at the next decision: the search needs it.
+            raw = pending[0] if len(pending) == 1 else "".join(pending)
+            pending.clear()
+            self._buf += raw.encode("ascii", "replace")
+        buf, off = self._buf, self._off
+        # Positions before ``_clear`` were found to start no match, now or ever: not searched
+        # again (hostile text full of rejected matches would have each judged per feed).
+        clear = self._clear
+        if clear < self._pos:
+            clear = self._pos
+        size = len(buf)
+        start = search(buf, clear - off, size)[0][0]
+        if start < 0:  # the usual case: no prefix begins in the new text
+            self._clear = end
+            return end
+        self._clear = off + start
+        prefix_at = self._shield._prefix_at
+        assert prefix_at is not None  # built with _open_search
+        if prefix_at(buf, start, size)[0][0] < 0:
+            return off + start  # the beginning of a prefix, at the end of the text
+        return self._open_at(start)
+
+    def _open_at(self, start: int) -> int:
+        """``open_from`` from a place where a rule's prefix is."""
+        buf, off = self._buf, self._off
+        size = len(buf)
+        shield = self._shield
+        forming = shield._forming
+        assert forming is not None and self._open_search is not None
+        while True:
+            self._clear = off + start
+            if forming(buf, start, size)[0][0] != -1:
+                return off + start  # a match may still form or grow there
+            # Every match at ``start`` ends before the text does: the decision the scanner
+            # will take there once it gets to it (``_take``) can be taken now, and a match
+            # it will reject ("AKIAEXAMPLE...", "API_TOKEN=...") holds nothing.
+            match = shield._match_at(buf, start, size)
+            if match[0][0] != -1 and self._accepts(match) is not None:
+                return off + start
+            # A prefix and no match ("sk-learn"), or one it will reject: on to the next.
+            start = self._open_search(buf, start + 1, size)[0][0]
+            if start < 0:
+                self._clear = off + size
+                return off + size
 
     def _scan(self, *, final: bool) -> list[Finding]:
         found = self._decide(final)
@@ -684,14 +787,25 @@ class _SecretsScanner(Scanner):
 
     def _take(self, match: Spans, found: list[Finding]) -> int:
         """Reports ``match`` if its rule accepts it; returns where the search resumes."""
-        shield = self._shield
         off = self._off
+        rule = self._accepts(match)
+        if rule is None:
+            return off + match[0][0] + 1
+        secret_group = rule.secret_group if rule.secret_group is not None else rule.group
+        secret_start, secret_end = match[secret_group]
+        found.append(self._finding(rule, off + secret_start, off + secret_end))
+        if rule.tail is not None:
+            self._tail = rule
+        return off + match[0][1]
+
+    def _accepts(self, match: Spans) -> _Compiled | None:
+        """The rule whose match ``match`` (spans in ``_buf``) is, if it accepts it."""
+        shield = self._shield
         for rule in shield._rules:
             if match[rule.group][0] != -1:
                 break
         else:  # pragma: no cover - the combined pattern only matches through a rule's group
             raise AssertionError("match without a rule")
-        start = off + match[0][0]
         secret_group = rule.secret_group if rule.secret_group is not None else rule.group
         secret_start, secret_end = match[secret_group]
         buf = self._buf
@@ -700,7 +814,7 @@ class _SecretsScanner(Scanner):
             and secret_end < len(buf)
             and buf[secret_end] in rule.not_followed_by
         ):
-            return start + 1
+            return None
         secret_bytes = buf[secret_start:secret_end]
         # Only the secret itself is looked at, never past the match: the decision stays one
         # that max_match characters of text are enough to take.
@@ -709,15 +823,12 @@ class _SecretsScanner(Scanner):
             and shield._defer_to is not None
             and shield._defer_to(secret_bytes, 0, len(secret_bytes))[0][0] != -1
         ):
-            return start + 1
+            return None
         secret = secret_bytes.decode("ascii")
         validator = rule.rule.validator
         if validator is not None and not validator(secret, shield._thresholds):
-            return start + 1
-        found.append(self._finding(rule, off + secret_start, off + secret_end))
-        if rule.tail is not None:
-            self._tail = rule
-        return off + match[0][1]
+            return None
+        return rule
 
     def _finding(self, rule: _Compiled, start: int, end: int) -> Finding:
         shield = self._shield
