@@ -26,6 +26,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # Shield stages are sub-millisecond; upstream calls take seconds.
 _FAST = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+# Held characters: 0 in most of prose, a few for a phrase or key prefix, up to the
+# policy's ``holdback_chars`` (160 by default) while a secret is being decided.
+_HELD = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 _SLOW = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 # Label sets remembered by ``Metrics.child``. The labels are bounded (see above), so this is
 # only a guard: past it the cache starts over, and the metric still holds every child.
@@ -107,6 +110,15 @@ class Metrics:
         )
         self.held_bytes = Gauge(
             "shieldgate_held_bytes", "Bytes of upstream events held back, all streams", registry=r
+        )
+        # Adaptive hold-back's cost: observed once per network read that released events
+        # (``StreamGuard(on_held=...)``), never per character.
+        self.held_chars = Histogram(
+            "shieldgate_stream_held_chars",
+            "Characters of a stream channel scanned but still held back when events were "
+            "released (a match may still be forming there)",
+            buckets=_HELD,
+            registry=r,
         )
         self.rejected = Counter(
             "shieldgate_rejected",
