@@ -142,6 +142,12 @@ class SpacedView:
         """The text has ended: its end closes the last token, every separator is decided."""
         return self._release(len(self._buf))
 
+    @property
+    def undecided_from(self) -> int:
+        """Normalized offset of the first character whose view is not released yet: a match of
+        the view that is still to come starts there or later, or in the released view."""
+        return self._emitted
+
     def norm_index(self, view_index: int) -> int:
         """Normalized offset of the view character ``view_index`` (< ``view_len``)."""
         i = bisect_right(self._bp_view, view_index) - 1

@@ -44,6 +44,19 @@ output:
   - {id: hidden, type: invisible_text, action: redact}
 """
 )
+SPACED = parse_policy(
+    """
+name: adaptive-spaced
+stream: {holdback_chars: 40}
+output:
+  - id: spelled
+    type: denylist
+    phrases: [bomb, nerve agent]
+    words: [napalm]
+    spaced_letters: true
+    spaced_max_gap: 2
+"""
+)
 REGEXES = parse_policy(
     """
 name: adaptive-regex
@@ -106,6 +119,14 @@ PROSE = [
     "corp-",
     "bomb",
     "555-1234",
+    "b.o.m.b",
+    "b o m",
+    "n a p a l m",
+    "a b c",
+    "U.S.A.",
+    "e.g.",
+    "b. o. m. b.",
+    "n-e-r-v-e a-g-e-n-t",
     "call 555-123-4567",
     "4111 1111 1111 1111",
     '{"city": "Paris", "days": 3}',
@@ -168,7 +189,7 @@ def scan_steps(
 @given(
     text=texts(),
     sizes=chunkings,
-    policy=st.sampled_from([DEFAULT, STRICT, REDACTING, REGEXES]),
+    policy=st.sampled_from([DEFAULT, STRICT, REDACTING, REGEXES, SPACED]),
 )
 def test_adaptive_scan_finds_what_the_fixed_window_finds_and_releases_no_later(
     text: str, sizes: list[int], policy: CompiledPolicy
@@ -208,7 +229,7 @@ def guard_run(policy: CompiledPolicy, body: bytes, *, adaptive: bool) -> tuple[b
 @given(
     text=texts(),
     sizes=chunkings,
-    policy=st.sampled_from([DEFAULT, STRICT, REDACTING, REGEXES]),
+    policy=st.sampled_from([DEFAULT, STRICT, REDACTING, REGEXES, SPACED]),
     field=st.sampled_from(["content", "reasoning_content", "arguments"]),
 )
 def test_adaptive_guard_sends_the_same_bytes_as_the_fixed_window_guard(
@@ -432,13 +453,32 @@ def test_patterns_prefix_pattern_does_not_translate_fall_back() -> None:
 
 
 def test_every_shield_of_the_shipped_output_policies_is_adaptive() -> None:
-    for policy in (DEFAULT, STRICT, REGEXES):
+    for policy in (DEFAULT, STRICT, REGEXES, SPACED):
         for shield in policy.output_shields:
             assert shield.adaptive_holdback, shield.id
-    spaced = parse_policy(
-        "name: s\noutput: [{id: d, type: denylist, phrases: [bomb], spaced_letters: true}]"
-    )
-    assert not spaced.output_shields[0].adaptive_holdback
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="bomn apl.-", max_size=60), sizes=chunkings)
+def test_spelled_out_matching_holds_only_a_run_that_may_still_spell_an_entry(
+    text: str, sizes: list[int]
+) -> None:
+    """With ``spaced_letters``, what is held beyond the plain prefix is a run of single letters
+    and separators that may still grow (no word of two letters in it), or spells the beginning
+    of an entry's letters."""
+    scan = TextScan(SPACED.output_shields, holdback=SPACED.holdback, adaptive=True)
+    fed = ""
+    for piece in chunked(text, sizes):
+        if scan.feed(piece):
+            return  # found: the zero-leak and differential tests cover what follows
+        fed += piece
+        held = normalize(fed[scan.safe_end :])[0]
+        plain = trie_suffix_start(normalize(fed)[0], ["bomb", "nerve agent", "napalm"])
+        if len(normalize(fed)[0]) - plain >= len(held) or len(fed) - scan.safe_end >= 40:
+            continue  # the plain view's prefix, or the bound
+        letters = re.sub("[^a-z]", "", held)
+        spells = any(k.startswith(letters) for k in ["bomb", "nerveagent", "napalm"])
+        assert spells or not re.search("[a-z]{2}", held), (fed, held)
 
 
 def test_prose_is_released_at_once_with_the_default_policy() -> None:

@@ -25,7 +25,8 @@ so far ends with a prefix of some entry (a path of the automaton's trie: "... ho
 ends with "build a b"), which includes a word waiting for its right boundary. The longest such
 suffix is found from a pointer that only moves forward, by set lookups among the entries'
 prefixes (a short list; a long one walks pyahocorasick's trie). In prose that is 0-3
-characters. Spelled-out matching keeps the fixed window.
+characters. Spelled-out matching adds the view's undecided tail (a run of single letters that
+may still grow) and the end of the released view that begins an entry's letters.
 """
 
 from __future__ import annotations
@@ -210,6 +211,10 @@ class DenylistShield(Shield):
                 self._spaced_longest = max(self._spaced_longest, len(key))
         automaton.make_automaton()
         self._spaced_automaton = automaton
+        self._spaced_prefixes: frozenset[str] | None = None
+        keys: list[str] = list(automaton.keys())
+        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
+            self._spaced_prefixes = frozenset(k[:n] for k in keys for n in range(1, len(k) + 1))
         # A spelled-out match spans at most its letters plus a full gap between each two; the
         # view releases its last letter once the character after it is seen.
         spaced = spaced_span(self._spaced_longest, self._spaced_gap) + 1
@@ -218,10 +223,6 @@ class DenylistShield(Shield):
     @property
     def max_match(self) -> int:
         return self._max_match
-
-    @property
-    def adaptive_holdback(self) -> bool:
-        return self._spaced_automaton is None
 
     def _finding(self, label: str, start: int, end: int) -> Finding:
         """``self.finding(label, start, end)`` at a third of the cost: a deny list of common
@@ -321,13 +322,26 @@ class _DenylistScanner(Scanner):
         return findings
 
     def open_from(self, end: int, window: int) -> int:
-        if self._spaced is not None:
-            # A spelled-out entry may be forming over separators the view has not decided.
-            return end - window
         tail = self._tail
         # The tail holds the longest key: enough for the longest suffix that can be a path.
         self._open = self._open_prefix(tail, self._tail_start + len(tail))
-        return self._open
+        spaced = self._spaced
+        if spaced is None:
+            return self._open
+        return min(self._open, self._spaced_open(spaced))
+
+    def _spaced_open(self, spaced: SpacedView) -> int:
+        """Where a spelled-out match may still start: in the view not released yet (a run that
+        may still grow), or where the released view ends with the beginning of an entry."""
+        at = spaced.undecided_from
+        view = self._spaced_tail  # the released view's last characters, a key's length less one
+        shield = self._shield
+        prefixes = shield._spaced_prefixes
+        for start in range(len(view)):
+            rest = view[start:]
+            if rest in prefixes if prefixes is not None else shield._spaced_automaton.match(rest):
+                return min(at, spaced.norm_index(spaced.view_len - len(view) + start))
+        return at
 
     def _open_prefix(self, text: str, end_of_text: int) -> int:
         """Where the longest suffix of the text (ending at ``end_of_text``) that is a path of
