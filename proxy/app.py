@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.audit import AuditTrail
-from proxy.auth import KEYS, auth_middleware
+from proxy.auth import KEYS, auth_middleware, presents_valid_key
 from proxy.chat import chat_completions
 from proxy.connection import expect_continue
 from proxy.errors import Handler, UpstreamError, UpstreamTimeout, error_middleware, json_response
@@ -32,7 +32,7 @@ from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from proxy.metrics import Metrics
 from proxy.models import list_models
 from proxy.policy_source import PolicySource
-from proxy.readiness import UpstreamProbe
+from proxy.readiness import UpstreamProbe, readiness
 from proxy.remote_backends import HttpBackends
 from proxy.request_context import (
     REQUEST_ID_HEADER,
@@ -136,26 +136,10 @@ def _make_state_directory(path: str) -> None:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Ready: a policy is in force (always, once started) and the upstream accepts connections."""
-    source = request.app[POLICY]
-    policy = source.policies.default
+    """Ready: a policy is in force (always, once started) and the upstream accepts connections.
+    The details need a valid client key (see ``proxy.readiness``)."""
     upstream = await request.app[UPSTREAM_PROBE].check()
-    ready = upstream is None or upstream.reachable
-    body = {
-        "status": "ready" if ready else "not ready",
-        "policy": {
-            "name": policy.name,
-            "hash": policy.digest,
-            "policies": {p.name: p.digest for p in source.policies.policies.values()},
-            "stale": source.stale,
-            "error": source.error,
-            "loaded_at": source.loaded_at,
-            "reloads": source.reloads,
-            "reload_failures": source.failures,
-        },
-    }
-    if upstream is not None:
-        body["upstream"] = {"reachable": upstream.reachable, "error": upstream.error}
+    body, ready = readiness(request.app[POLICY], upstream, details=presents_valid_key(request))
     return json_response(body, status=200 if ready else 503)
 
 

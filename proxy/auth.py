@@ -4,7 +4,9 @@ The check is a middleware, so it runs before any handler: a request without a va
 answered 401 before its body is read, before a policy is chosen and before the upstream hears
 of it. ``/healthz``, ``/readyz`` and ``/metrics`` stay open (probes and scrapers carry no key);
 every other path, unknown ones included, needs a key, so an unauthenticated client learns
-nothing about the service.
+nothing about the service. ``/readyz`` tells it whether the proxy is ready and the policies'
+hashes only; its details (a failed reload's error, which quotes the policy file) need a valid
+key (:func:`presents_valid_key`).
 
 The key is read from ``Authorization: Bearer ...`` only — what every OpenAI SDK sends. A second
 header (``x-api-key``) would be a second credential channel that the rest of the proxy does not
@@ -22,7 +24,15 @@ from proxy.errors import Handler, error_body, json_response
 from proxy.keys import ClientKey, KeySource
 from proxy.metrics import Metrics
 
-__all__ = ["CLIENT_KEY", "KEYS", "OPEN_PATHS", "auth_middleware", "bearer_token", "client_key_of"]
+__all__ = [
+    "CLIENT_KEY",
+    "KEYS",
+    "OPEN_PATHS",
+    "auth_middleware",
+    "bearer_token",
+    "client_key_of",
+    "presents_valid_key",
+]
 
 KEYS = web.AppKey("keys", KeySource)
 CLIENT_KEY = web.RequestKey("client_key", ClientKey)
@@ -38,6 +48,14 @@ def bearer_token(request: web.Request) -> str | None:
 def client_key_of(request: web.Request) -> ClientKey | None:
     """The key the request authenticated with (None when auth is off)."""
     return request.get(CLIENT_KEY)
+
+
+def presents_valid_key(request: web.Request) -> bool:
+    """Whether the request carries a valid client key — for the open paths, which the
+    middleware lets through without one. False when there is no keys file: then no request
+    can prove it is a client of the operator's."""
+    keys = request.app.get(KEYS)
+    return keys is not None and keys.ring.authenticate(bearer_token(request)) is not None
 
 
 def _unauthorized(message: str) -> web.Response:

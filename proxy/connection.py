@@ -7,7 +7,8 @@ text that quotes the offending bytes, and its logs do the same — which may be 
 itself. :class:`ProxyRunner` serves connections with a handler whose answers are in OpenAI's
 error shape (400, 415, 417; nothing of the request quoted) and whose logs name the error's
 class only. :func:`expect_continue` grants ``100 Continue`` only to a body within the size
-limit: a larger one gets its 413 at once.
+limit: a larger one gets its 413 at once. The handler also bounds a client's time for a
+request's headers and body and, optionally, its connections per address (:class:`ClientLimits`).
 
 This hooks into aiohttp below its public API (``web.RequestHandler``, the runner's server
 factory). If a later aiohttp changes those, :class:`ProxyRunner` falls back to aiohttp's own
@@ -17,8 +18,10 @@ server and logs a warning once: the answers are then aiohttp's, the logs still r
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
@@ -28,11 +31,11 @@ from aiohttp.http_exceptions import BadHttpMethod, ContentEncodingError, HttpPro
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
-from proxy.errors import error_body, json_response
+from proxy.errors import BadRequest, error_body, json_response
 from proxy.logs import CLIENT_ERRORS
 from proxy.state import SETTINGS, body_too_large
 
-__all__ = ["ProxyRunner", "expect_continue"]
+__all__ = ["ClientBodyTimeout", "ClientLimits", "ProxyRunner", "expect_continue"]
 
 log = logging.getLogger("shieldgate.server")
 
@@ -95,13 +98,100 @@ def _aiohttp_error(status: int, exc: BaseException | None) -> web.Response:
     return json_response(error_body(message, type=kind, code=code), status=status)
 
 
+@dataclass(frozen=True, slots=True)
+class ClientLimits:
+    """What a client's connection may take (see ``Settings``): ``header_timeout`` seconds for a
+    request's headers, ``body_timeout`` seconds of silence within a body, and at most
+    ``per_address`` connections per client address (0: no limit)."""
+
+    header_timeout: float = 60.0
+    body_timeout: float = 60.0
+    per_address: int = 0
+
+
+class ClientBodyTimeout(BadRequest):
+    """The request's body stopped arriving: the answer is a 408, on a connection closed after
+    it (the rest of the body, if it ever comes, is not read)."""
+
+    status = 408
+    code = "request_timeout"
+
+    def response(self) -> web.Response:
+        response = super().response()
+        response.force_close()
+        return response
+
+
 class _RequestHandler(web.RequestHandler):
     """aiohttp's handler of one connection, with its own error answers and logs replaced: the
-    answers in OpenAI's error shape, the logs without the request's bytes (see proxy.logs)."""
+    answers in OpenAI's error shape, the logs without the request's bytes (see proxy.logs);
+    and with the time a client has for a request's headers and body bounded.
+
+    aiohttp bounds neither: its only timer closes a connection idle *between* requests
+    (``keepalive_timeout``, 3630 s, also armed when a connection opens), so a client that
+    sends half its headers holds the connection for an hour, and one that sends half its body
+    holds it, and a handler task waiting for the rest, for as long as it likes.
+
+    - Headers: from the connection's start for its first request, and from the first byte of
+      each later one (an idle keep-alive connection is aiohttp's to close, on its keep-alive
+      timer), ``header_timeout`` seconds until the request's headers are complete; past it the
+      connection is closed without an answer (as nginx's ``client_header_timeout``, though
+      nginx answers 408: a client that has not finished its request line may not read one).
+    - Body: at most ``body_timeout`` seconds between two reads of the body's bytes (as
+      nginx's ``client_body_timeout``), not for the body as a whole: a large body on a slow
+      link must not fail because it is large. Past it the body fails with
+      :class:`ClientBodyTimeout` — its handler answers 408 — and the connection is closed
+      after the answer. Time during which the proxy itself stopped reading (its buffer full)
+      does not count.
+    """
 
     _body: StreamReader | None = None  # the body the parser was filling last
+    _header_since: float | None = None  # when the headers now awaited began (None: none are)
+    _header_timer: asyncio.TimerHandle | None = None
+    _body_read_at = 0.0  # when the body last had bytes
+    _body_timer: asyncio.TimerHandle | None = None
+    _address: str | None = None  # the client's address, while it is counted
+
+    def __init__(self, manager: _Server, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._server = manager
+        self._limits = manager.limits
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if not self._admit(transport):
+            return
+        self._header_since = self._loop.time()
+        self._arm_header_timer(self._limits.header_timeout)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cancel_timers()
+        if self._address is not None:
+            self._server.release(self._address)
+            self._address = None
+        super().connection_lost(exc)
+
+    def _admit(self, transport: asyncio.BaseTransport) -> bool:
+        """Counts the connection against its address's cap; closes it when over the cap.
+        Closing, not answering 503: an answer needs the request read first, and the client
+        that holds too many connections is the one that may never send it."""
+        if self._limits.per_address <= 0:
+            return True
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        if address is None:
+            return True
+        if not self._server.admit(address):
+            self.force_close()
+            return False
+        self._address = address
+        return True
 
     def data_received(self, data: bytes) -> None:
+        now = self._loop.time()
+        if data and self._header_since is None and not self._in_body():
+            self._header_since = now  # the first byte of a new request
+            self._arm_header_timer(self._limits.header_timeout)
         # aiohttp 3.14's C parser, on an error in the middle of a body (a chunk size that is
         # not hex, say), queues a 400 for after the current request but leaves that request's
         # body open: its handler would wait for the rest of it as long as the client keeps
@@ -113,12 +203,92 @@ class _RequestHandler(web.RequestHandler):
         if messages is None:
             return
         for message, payload in itertools.islice(messages, queued, None):
+            self._header_since = None  # headers complete (or refused: a 400 closes)
             if isinstance(message, RawRequestMessage):
                 self._body = payload
             elif self._body is not None:
                 body, self._body = self._body, None
                 if not body.is_eof() and body.exception() is None:
                     body.set_exception(web.RequestPayloadError("The request's framing broke"))
+        if self._header_since is None and self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        if self._in_body():
+            self._body_read_at = now
+            if self._body_timer is None:
+                self._arm_body_timer(self._limits.body_timeout)
+
+    def _in_body(self) -> bool:
+        body = self._body
+        return body is not None and not body.is_eof() and body.exception() is None
+
+    def _arm_header_timer(self, delay: float) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._header_timer = self._loop.call_later(delay, self._header_expired)
+
+    def _arm_body_timer(self, delay: float) -> None:
+        self._body_timer = self._loop.call_later(delay, self._body_expired)
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._header_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._header_timer = self._body_timer = None
+
+    def _header_expired(self) -> None:
+        self._header_timer = None
+        since = self._header_since
+        if since is None or self.transport is None:
+            return
+        if getattr(self, "_request_in_progress", False):
+            # A pipelined request's headers, begun while an earlier request is answered:
+            # that answer is not cut off for them. Looked at again when it may be done.
+            self._arm_header_timer(self._limits.header_timeout)
+            return
+        left = since + self._limits.header_timeout - self._loop.time()
+        if left > 0:
+            self._arm_header_timer(left)
+            return
+        self.logger.info(
+            "closed a connection from %s: its request headers did not arrive within %gs",
+            self._peer_address(),
+            self._limits.header_timeout,
+        )
+        self.force_close()
+
+    def _body_expired(self) -> None:
+        self._body_timer = None
+        body = self._body
+        if body is None or not self._in_body() or self.transport is None:
+            return
+        now = self._loop.time()
+        if getattr(self, "_reading_paused", False):
+            # The proxy stopped reading (the body's buffer is full): not the client's silence.
+            self._body_read_at = now
+        left = self._body_read_at + self._limits.body_timeout - now
+        if left > 0:
+            self._arm_body_timer(left)
+            return
+        self.logger.info(
+            "request body from %s stopped arriving for %gs: answering 408",
+            self._peer_address(),
+            self._limits.body_timeout,
+        )
+        # Its handler, reading the body, answers 408; no later request is read on this
+        # connection, whose rest of a body would be taken for one.
+        body.set_exception(
+            ClientBodyTimeout(
+                f"The request body stopped arriving: nothing came for "
+                f"{self._limits.body_timeout:g} seconds"
+            )
+        )
+        self.close()
+
+    def _peer_address(self) -> str:
+        transport = self.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        return str(peer[0]) if isinstance(peer, tuple) and peer else "?"
 
     def handle_error(
         self,
@@ -151,7 +321,7 @@ class _RequestHandler(web.RequestHandler):
 
     def log_exception(self, *args: Any, **kw: Any) -> None:
         exc = kw.get("exc_info")
-        if isinstance(exc, CLIENT_ERRORS):
+        if isinstance(exc, (*CLIENT_ERRORS, ClientBodyTimeout)):
             # E.g. "Unhandled exception" from draining the rest of a body that does not
             # decode, after the handler's 400 for it: the client's doing, not news.
             message = args[0] % args[1:] if len(args) > 1 else args[0]
@@ -180,8 +350,40 @@ class _RequestHandler(web.RequestHandler):
 
 
 class _Server(web.Server):
+    """aiohttp's server with our handler, and the count of connections per client address."""
+
+    def __init__(self, *args: Any, limits: ClientLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self._per_address: dict[str, int] = {}
+        self._warned: set[str] = set()  # addresses at their cap that were logged once
+
     def __call__(self) -> web.RequestHandler:
         return _RequestHandler(self, loop=self._loop, **self._kwargs)
+
+    def admit(self, address: str) -> bool:
+        """Counts a new connection from ``address``; False (not counted) when it holds the
+        most it may already."""
+        count = self._per_address.get(address, 0)
+        if count >= self.limits.per_address:
+            if address not in self._warned:  # once while at the cap, not once per connection
+                self._warned.add(address)
+                log.warning(
+                    "refusing connections from %s: it holds %d, the most one address may",
+                    address,
+                    count,
+                )
+            return False
+        self._per_address[address] = count + 1
+        return True
+
+    def release(self, address: str) -> None:
+        count = self._per_address.get(address, 0) - 1
+        if count > 0:
+            self._per_address[address] = count
+        else:
+            self._per_address.pop(address, None)
+        self._warned.discard(address)
 
 
 # The methods of aiohttp's handler that _RequestHandler overrides: aiohttp must still call
@@ -194,6 +396,12 @@ class ProxyRunner(web.AppRunner):
     """``web.AppRunner`` whose connections are handled by :class:`_RequestHandler`: the
     runner every way of serving uses (see ``proxy.server.make_runner``)."""
 
+    def __init__(
+        self, app: web.Application, *, limits: ClientLimits | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(app, **kwargs)
+        self._limits = limits if limits is not None else ClientLimits()
+
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         try:
@@ -202,6 +410,7 @@ class ProxyRunner(web.AppRunner):
                 request_factory=server.request_factory,
                 handler_cancellation=server.handler_cancellation,
                 loop=server._loop,
+                limits=self._limits,
                 **server._kwargs,
             )
             if not all(hasattr(web.RequestHandler, name) for name in _OVERRIDDEN):

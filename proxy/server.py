@@ -28,7 +28,8 @@ from typing import Any, Literal, TypeVar
 from aiohttp import web
 
 from proxy.app import create_app
-from proxy.connection import ProxyRunner
+from proxy.connection import ClientLimits, ProxyRunner
+from proxy.policy_source import PolicySource
 from proxy.settings import Settings
 from proxy.state import POLICY
 from shields.policy import CompiledPolicy
@@ -114,9 +115,15 @@ def freeze_startup_heap() -> None:
 
 def make_runner(app: web.Application, settings: Settings) -> web.AppRunner:
     """The runner every way of serving uses (CLI, workers, gunicorn); aiohttp's own error
-    answers (a request it cannot parse) in OpenAI's shape, see :class:`ProxyRunner`."""
+    answers (a request it cannot parse) in OpenAI's shape, and the client's time for headers
+    and body and its connections bounded, see :class:`ProxyRunner`."""
     return ProxyRunner(
         app,
+        limits=ClientLimits(
+            header_timeout=settings.client_header_timeout,
+            body_timeout=settings.client_body_timeout,
+            per_address=settings.max_connections_per_client,
+        ),
         # When a client disconnects its handler is cancelled, which closes the upstream
         # response even while the proxy is waiting for the upstream's next bytes.
         handler_cancellation=True,
@@ -135,6 +142,30 @@ def shutdown_timeout(grace: float) -> float:
     of 0 means no timeout at all there, so "no grace" is a thousandth of a second.
     """
     return max(grace / 2, 0.001)
+
+
+class _Reloads:
+    """SIGHUP's handler: reloads the policy source, or, before there is one, remembers to."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._source: PolicySource | None = None
+        self._pending = False
+        self._tasks: set[asyncio.Task[bool]] = set()
+
+    def request(self) -> None:
+        if self._source is None:
+            self._pending = True
+            return
+        task = self._loop.create_task(self._source.reload())
+        self._tasks.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._tasks.discard)
+
+    def attach(self, source: PolicySource) -> None:
+        self._source = source
+        if self._pending:
+            self._pending = False
+            self.request()
 
 
 @dataclass(slots=True)
@@ -203,21 +234,18 @@ async def serve(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     log.debug("event loop: %s", type(loop).__module__.partition(".")[0])
+    # Every handler is in place before the socket listens: a client (or an orchestrator) that
+    # sees the port open may signal at once, and SIGHUP's default action would kill the
+    # server. A SIGHUP before the app exists is kept and served once it does.
+    reloads = _Reloads(loop)
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGHUP, reloads.request)
     server = await start_server(settings, policies, reuse_port=reuse_port)
     freeze_startup_heap()
-    source = server.app[POLICY]
-    reloads: set[asyncio.Task[bool]] = set()
-
-    def reload() -> None:
-        task = loop.create_task(source.reload())
-        reloads.add(task)
-        task.add_done_callback(reloads.discard)
-
-    with contextlib.suppress(NotImplementedError):
-        loop.add_signal_handler(signal.SIGHUP, reload)
+    reloads.attach(server.app[POLICY])
     if parent_fd is not None:
 
         def parent_readable() -> None:

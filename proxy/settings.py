@@ -39,8 +39,21 @@ class Settings(BaseModel):
     port: int = Field(default=8080, ge=0, le=65535)
     # Replaces the client's Authorization header towards the upstream when set.
     upstream_api_key: str | None = Field(default=None, repr=False)
+    # The OpenAI-Organization and OpenAI-Project headers sent with the proxy's own key: with
+    # upstream_api_key set, the client's are never forwarded (the operator's key, the
+    # operator's billing); unset, none is sent.
+    upstream_organization: str | None = None
+    upstream_project: str | None = None
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     max_upstream_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # A client's time for a request's headers: from the connection's start for its first
+    # request, from the first byte of each later one. Past it the connection is closed.
+    client_header_timeout: float = Field(default=60.0, gt=0)
+    # Longest silence between two reads of a request's body; past it a 408 and a close.
+    client_body_timeout: float = Field(default=60.0, gt=0)
+    # Connections one client address may hold at once, per process (0: no limit). Behind a
+    # load balancer every connection comes from its address: keep 0 there.
+    max_connections_per_client: int = Field(default=0, ge=0)
     connect_timeout: float = Field(default=10.0, gt=0)
     # Longest silence between two reads from the upstream (time to first token included).
     read_timeout: float = Field(default=600.0, gt=0)
@@ -91,6 +104,14 @@ class Settings(BaseModel):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
+        return value
+
+    @field_validator("upstream_organization", "upstream_project")
+    @classmethod
+    def _header_value(cls, value: str | None) -> str | None:
+        # A header value: a line break in it would be a second header, or a refused request.
+        if value is not None and (not value.strip() or not value.isprintable()):
+            raise ValueError("must be a non-empty header value without control characters")
         return value
 
     @field_validator("policy", "host", "keys_file")

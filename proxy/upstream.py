@@ -64,6 +64,8 @@ _FORWARDED_REQUEST_HEADERS = frozenset(
         "idempotency-key",
     }
 )
+# Which organization and project an OpenAI key's usage is billed to.
+_BILLING_HEADERS = frozenset({"openai-organization", "openai-project"})
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _MAX_BACKOFF = 5.0  # seconds: the cap of the exponential backoff between attempts
 # Hop-by-hop headers (RFC 9110 7.6.1, and the obsolete Proxy-Connection some clients and
@@ -210,6 +212,22 @@ class Upstream:
         # key, meant for the proxy alone; with an upstream key, the proxy's own replaces it.
         self._drop_client_key = bool(settings.upstream_api_key or settings.keys_file)
         self._own_key = f"Bearer {settings.upstream_api_key}" if settings.upstream_api_key else None
+        # With the proxy's own key, the organization and project it is billed to are the
+        # operator's choice (or the key's default): never the client's headers. A value the
+        # operator set replaces the client's in any case (one header, not two).
+        self._billing = {
+            name: value
+            for name, value in (
+                ("OpenAI-Organization", settings.upstream_organization),
+                ("OpenAI-Project", settings.upstream_project),
+            )
+            if value is not None
+        }
+        self._dropped = (
+            _BILLING_HEADERS
+            if settings.upstream_api_key
+            else frozenset(name.lower() for name in self._billing)
+        )
 
     async def start(self) -> None:
         timeout = aiohttp.ClientTimeout(
@@ -235,10 +253,11 @@ class Upstream:
     def headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         headers: dict[str, str] = {}
         drop_client_key = self._drop_client_key
+        dropped = self._dropped
         for name, value in client_headers.items():
             lower = name.lower()
             if lower in _FORWARDED_REQUEST_HEADERS:
-                if lower == "authorization" and drop_client_key:
+                if (lower == "authorization" and drop_client_key) or lower in dropped:
                     continue
             elif not lower.startswith("x-stainless-"):
                 continue
@@ -246,6 +265,8 @@ class Upstream:
         if self._own_key is not None:
             # The proxy's key never goes anywhere but the upstream.
             headers["Authorization"] = self._own_key
+        if self._billing:
+            headers.update(self._billing)
         # The request's id as the proxy's logs, audit records and reply carry it: the client's
         # own when it was a plain token, else the one made for it — never a value the proxy
         # refused (huge, odd characters) and never the second of two.

@@ -105,6 +105,7 @@ class _Worker:
     stdout: IO[bytes]
     pending: bytes = b""
     ready_url: str | None = None
+    reload_pending: bool = False  # a SIGHUP came before it was ready
     error: tuple[str, int] | None = None
 
     @property
@@ -171,10 +172,14 @@ class _Supervisor:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGHUP:
             # Only to workers that are ready: before that, SIGHUP's default action would kill
-            # them, and they are reading the policy file anyway.
+            # them. One that is not ready yet gets it once it is: it may have read the policy
+            # file before the edit this SIGHUP announces (the port accepts connections as soon
+            # as the first worker listens, so "ready" is not all of them).
             for worker in self.workers:
                 if worker.ready_url is not None:
                     worker.signal(signum)
+                else:
+                    worker.reload_pending = True
             return
         if self.stop_signal is None:
             self.stop_signal = signum
@@ -217,6 +222,9 @@ class _Supervisor:
                 sys.stderr.flush()
             elif "ready" in message:
                 worker.ready_url = str(message["ready"])
+                if worker.reload_pending:  # checked after ready_url: no SIGHUP falls between
+                    worker.reload_pending = False
+                    worker.signal(signal.SIGHUP)
             elif "error" in message:
                 worker.error = (str(message["error"]), int(message["code"]))
 
