@@ -157,9 +157,9 @@ class TextScan:
                 at = open_from(norm_len, window)
                 if at < norm_open:
                     norm_open = at
-        if self._raw_holdback and raw_open < orig_len - self._raw_holdback:
+        if raw_open < orig_len - self._raw_holdback:
             raw_open = orig_len - self._raw_holdback
-        if self._norm_holdback and norm_open < norm_len - self._norm_holdback:
+        if norm_open < norm_len - self._norm_holdback:
             norm_open = norm_len - self._norm_holdback
         safe = raw_open
         if norm_open < norm_len:
