@@ -80,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="validate policy files (exit 1 and file:line:column lines on problems)"
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="policy files or directories")
+    check.add_argument(
+        "--explain",
+        action="store_true",
+        help="also say how much of a stream each output shield holds back",
+    )
 
     test = commands.add_parser("test", help="run the policies' cases (like `opa test`)")
     test.add_argument("paths", nargs="+", metavar="PATH", help="policy files or directories")
@@ -155,7 +160,7 @@ def _discard_stdout() -> None:
 
 def _offline_command(args: argparse.Namespace) -> int:
     if args.command == "check":
-        return check_policies(args.paths, sys.stdout)
+        return check_policies(args.paths, sys.stdout, explain=args.explain)
     if args.command == "test":
         with _remote(args.remote) as remote:
             return run_policy_tests(

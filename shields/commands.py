@@ -29,7 +29,7 @@ from shields.policy import (
     yaml_problem,
     yaml_value_problem,
 )
-from shields.routing import CASES_SUFFIX, load_policy_set
+from shields.routing import CASES_SUFFIX, PolicySet, load_policy_set
 from shields.routing import policy_files as directory_policy_files
 
 __all__ = ["check_policies", "policy_files", "run_policy_tests", "scan_lines"]
@@ -50,25 +50,50 @@ def policy_files(paths: Sequence[str | Path]) -> list[Path]:
 # -- check ------------------------------------------------------------------------------------
 
 
-def check_policies(paths: Sequence[str | Path], out: TextIO) -> int:
-    """Validates policy files; one ``file:line:column: message`` line per problem."""
+def check_policies(paths: Sequence[str | Path], out: TextIO, *, explain: bool = False) -> int:
+    """Validates policy files; one ``file:line:column: message`` line per problem.
+
+    ``explain``: for valid files, also say how much of a stream each output shield holds back
+    (``explain_holdback``)."""
     files = policy_files(paths)
     if not files:
         out.write("no policy files found\n")
         return 1
     problems = 0
+    loaded: list[PolicySet] = []
     for raw in paths:
         try:
             # A directory is loaded as the server loads it: names unique, routes resolvable.
-            load_policy_set(raw)
+            loaded.append(load_policy_set(raw))
         except PolicyError as exc:
             for problem in exc.problems:
                 out.write(problem.located() + "\n")
                 problems += 1
     if problems:
         return 1
+    if explain:
+        for policy_set in loaded:
+            for policy in policy_set.policies.values():
+                out.writelines(explain_holdback(policy))
     out.write(f"{len(files)} policy file{'s' if len(files) != 1 else ''} ok\n")
     return 0
+
+
+def explain_holdback(policy: CompiledPolicy) -> list[str]:
+    """One line per output shield: does it hold text only while a match may still start there
+    (adaptive), or its longest match in every stream (a pattern whose prefixes could not be
+    bounded: worth rewriting when streams must start fast)?"""
+    lines = [f"{policy.source}: stream hold-back at most {policy.holdback} characters\n"]
+    for index, shield in enumerate(policy.output_shields):
+        where = f"{policy.source}: output[{index}] ({shield.id}, {shield.type_name})"
+        if shield.adaptive_holdback:
+            lines.append(f"{where}: holds text only while a match may still begin there\n")
+        else:
+            lines.append(
+                f"{where}: holds its longest match, {shield.max_match} characters, "
+                "in every stream\n"
+            )
+    return lines
 
 
 # -- test -------------------------------------------------------------------------------------

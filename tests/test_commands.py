@@ -1006,3 +1006,28 @@ def test_the_offline_commands_never_load_aiohttp(argv: list[str]) -> None:
     )
     line = [x for x in done.stderr.decode().splitlines() if x.startswith("AIOHTTP")]
     assert line == ["AIOHTTP 0 []"], done.stderr.decode()[-2000:]
+
+
+def test_check_explain_names_the_output_shields_that_hold_their_whole_window(
+    tmp_path: Path,
+) -> None:
+    """``check --explain``: a shield whose prefixes cannot be bounded holds its longest match in
+    every stream (the fixed window); the others hold text only while a match may begin."""
+    (tmp_path / "p.yaml").write_text(
+        "version: 1\n"
+        "name: p\n"
+        "output:\n"
+        "  - {id: words, type: denylist, phrases: ['build a bomb']}\n"
+        "  - {id: letters, type: regex, patterns: ['\\pL{3}bomb']}\n"
+    )
+    out = io.StringIO()
+    assert check_policies([tmp_path / "p.yaml"], out, explain=True) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[1].endswith("output[0] (words, denylist): holds text only while a match may "
+                             "still begin there")  # fmt: skip
+    assert lines[2].endswith("output[1] (letters, regex): holds its longest match, 64 "
+                             "characters, in every stream")  # fmt: skip
+    assert lines[-1] == "1 policy file ok"
+    plain = io.StringIO()
+    assert check_policies([tmp_path / "p.yaml"], plain) == 0
+    assert plain.getvalue() == "1 policy file ok\n"
