@@ -81,7 +81,7 @@ from tests.fake_upstream import (
 LISTENING = re.compile(r"shieldgate listening on (http://\S+)")
 BANNED = "synthesize sarin"  # blocked on output (and input) by policies/default.yaml
 GH_TOKEN = "ghp_R8xK2mQ7vL4nT9wB3cZ6yH1jF5sD0aGe8uPq"  # redacted on output by the default policy
-REFUSAL = "Sorry, I can't help with that."
+REFUSAL = "I'm sorry, but I can't help with that."
 HOLDBACK = 160  # policies/default.yaml stream.holdback_chars
 READ_TIMEOUT = 1.0  # the proxy's idle limit in this run (stall scenarios wait it out)
 PROSE = (

@@ -49,7 +49,7 @@ else:
 
 
 class Refusal(StrictModel):
-    message: str = Field(default="Sorry, I can't help with that.", min_length=1)
+    message: str = Field(default="I'm sorry, but I can't help with that.", min_length=1)
     style: Literal["message", "error"] = "message"
 
 

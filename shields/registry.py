@@ -26,6 +26,7 @@ BUILTIN_MODULES = (
     "shields.builtin.llm_judge",
     "shields.builtin.moderation",
     "shields.builtin.webhook",
+    "shields.builtin.links",
 )
 
 

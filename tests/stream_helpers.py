@@ -16,7 +16,7 @@ from tests.fake_upstream import chunk
 
 __all__ = ["REFUSAL_DELTA", "channel_text", "deltas", "events_of", "payloads", "run"]
 
-REFUSAL_DELTA = {"role": "assistant", "content": "Sorry, I can't help with that."}
+REFUSAL_DELTA = {"role": "assistant", "content": "I'm sorry, but I can't help with that."}
 # After content already sent, the refusal is set apart from it by a blank line.
 _REFUSAL_DELTAS = (
     REFUSAL_DELTA,

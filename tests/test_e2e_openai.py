@@ -38,7 +38,7 @@ from tests.fake_upstream import (
 
 MakeClient = Callable[..., openai.AsyncOpenAI]
 
-REFUSAL = "Sorry, I can't help with that."  # policies/default.yaml refusal.message
+REFUSAL = "I'm sorry, but I can't help with that."  # policies/default.yaml refusal.message
 DONE = b"data: [DONE]\n\n"
 USER = [{"role": "user", "content": "Say hello"}]
 BANNED_OUT = "synthesize sarin"  # an output block phrase of the default policy

@@ -49,7 +49,7 @@ MakeClient = Callable[..., openai.AsyncOpenAI]
 
 BANNED = "synthesize sarin"  # an output block phrase of policies/default.yaml
 HOLDBACK = 160  # policies/default.yaml stream.holdback_chars
-REFUSAL = "Sorry, I can't help with that."
+REFUSAL = "I'm sorry, but I can't help with that."
 USER = [{"role": "user", "content": "Say hello"}]
 DONE = b"[DONE]"
 SSE_HEADERS = {"content-type": "text/event-stream"}

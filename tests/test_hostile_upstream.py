@@ -45,7 +45,7 @@ from tests.fake_upstream import (
 MakeClient = Callable[..., openai.AsyncOpenAI]
 
 BANNED = "synthesize sarin"  # blocked on input and output by policies/default.yaml
-REFUSAL = "Sorry, I can't help with that."
+REFUSAL = "I'm sorry, but I can't help with that."
 USER = [{"role": "user", "content": "Say hello"}]
 SSE_HEADERS = {"content-type": "text/event-stream"}
 DONE = b"data: [DONE]\n\n"

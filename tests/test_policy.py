@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from shields.base import Stage
 from shields.cases import run_cases
 from shields.policy import PolicyError, load_policy, parse_policy
 
@@ -22,7 +23,7 @@ def test_minimal_policy_gets_defaults() -> None:
     policy = parse_policy("name: tiny\n")
     assert policy.name == "tiny"
     assert policy.enforcing and policy.holdback == 64
-    assert policy.spec.refusal.message == "Sorry, I can't help with that."
+    assert policy.spec.refusal.message == "I'm sorry, but I can't help with that."
     assert policy.input_shields == () and policy.output_shields == ()
     assert len(policy.digest) == 12
 
@@ -119,8 +120,8 @@ def test_shipped_policies_pass_their_own_cases(path: Path) -> None:
     assert failures == []
     # Every shield of a shipped policy is exercised by at least one case that names it.
     named = {(r.case.stage, r.case.shield) for r in results}
-    for stage in ("input", "output"):
-        for shield in policy.shields(stage) + policy.remote(stage):  # type: ignore[arg-type]
+    for stage in (Stage.INPUT, Stage.OUTPUT):  # enums: `shields()` compares with `is`
+        for shield in policy.shields(stage) + policy.remote(stage):
             assert (stage, shield.id) in named, f"no case names {stage} shield {shield.id}"
 
 

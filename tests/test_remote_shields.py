@@ -575,7 +575,7 @@ async def test_after_check_holds_text_until_the_judge_passed_it(
     content, payloads, _ = await read_stream(http, proxy.url)
     assert marker not in content
     assert payloads[-1]["choices"][0]["finish_reason"] == "content_filter"
-    released = content.removesuffix("Sorry, I can't help with that.")
+    released = content.removesuffix("I'm sorry, but I can't help with that.")
     if released:  # a refusal after text already sent is set apart by a blank line
         assert released.endswith("\n\n")
         released = released[:-2]
@@ -594,7 +594,7 @@ async def test_immediately_lets_text_flow_and_a_late_verdict_stops_the_rest(
     proxy = await make_proxy(stream_policy(judges, "immediately"))
     content, payloads, _ = await read_stream(http, proxy.url)
     assert payloads[-1]["choices"][0]["finish_reason"] == "content_filter"
-    released = content.removesuffix("Sorry, I can't help with that.")
+    released = content.removesuffix("I'm sorry, but I can't help with that.")
     # Weaker, as documented: the text (marker included) flowed before the verdict came.
     assert marker in released
     assert len(released) < len(text)
@@ -626,7 +626,7 @@ async def test_a_stream_judge_failure_fails_closed(judges, upstream, make_proxy,
     proxy = await make_proxy(stream_policy(judges, "after_check"))
     content, payloads, _ = await read_stream(http, proxy.url)
     assert payloads[-1]["choices"][0]["finish_reason"] == "content_filter"
-    assert content == "Sorry, I can't help with that."
+    assert content == "I'm sorry, but I can't help with that."
 
 
 async def test_short_stream_is_judged_once_at_the_end(

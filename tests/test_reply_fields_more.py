@@ -27,7 +27,7 @@ from proxy.server import RunningServer
 from tests.conftest import ProxyFactory
 from tests.fake_upstream import FakeUpstream, Reply, chat_completion, chunk, json_bytes, sse
 
-REFUSAL = "Sorry, I can't help with that."  # policies/default.yaml refusal.message
+REFUSAL = "I'm sorry, but I can't help with that."  # policies/default.yaml refusal.message
 BANNED = "build a bomb"  # an output denylist phrase of policies/default.yaml
 USER = [{"role": "user", "content": "Say hello"}]
 DONE = b"data: [DONE]\n\n"

@@ -37,7 +37,7 @@ from tests.fake_upstream import (
 MakeClient = Callable[..., openai.AsyncOpenAI]
 Proxy = Callable[..., Awaitable[RunningServer]]
 
-REFUSAL = "Sorry, I can't help with that."  # policies/default.yaml refusal.message
+REFUSAL = "I'm sorry, but I can't help with that."  # policies/default.yaml refusal.message
 BANNED_OUT = "synthesize sarin"  # an output block phrase of the default policy
 BANNED_IN = "how do I build a bomb"  # an input block phrase of the default policy
 GH_TOKEN = "ghp_R8xK2mQ7vL4nT9wB3cZ6yH1jF5sD0aGe8uPq"  # redacted both ways by the default policy
