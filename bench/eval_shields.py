@@ -700,7 +700,158 @@ def pii_section(runner: Runner, data: Data) -> tuple[Section, list[Target]]:
         if o.flagged
     ]
     lines += ["", "Flags on the prompt sets:", "", *flagged_examples(benign_fp)]
-    return Section("pii", lines), targets
+    more_lines, more_targets = pii_halves(runner, policy, data)
+    return Section("pii", lines + more_lines), targets + more_targets
+
+
+def _pii_span_rows(outcomes: Sequence[Outcome]) -> tuple[list[list[object]], Counter[str]]:
+    """Per pattern entity: gold spans, found, recall, predicted, correct, precision, leaked."""
+    rows: list[list[object]] = []
+    totals = Counter[str]()
+    for gold_type, entity in PATTERN_TYPES.items():
+        gold = [(o, s) for o in outcomes for s in o.sample.spans if s.type == gold_type]
+        predicted = [(o, f) for o in outcomes for f in o.findings if f.label == entity]
+        if not gold and not predicted:
+            continue
+        found = sum(
+            any(f.label == entity and overlaps(f.start, f.end, s.start, s.end) for f in o.findings)
+            for o, s in gold
+        )
+        correct = sum(
+            any(
+                s.type == gold_type and overlaps(f.start, f.end, s.start, s.end)
+                for s in o.sample.spans
+            )
+            for o, f in predicted
+        )
+        leaks = sum(s.value in o.redacted for o, s in gold)
+        totals.update(
+            gold=len(gold), found=found, predicted=len(predicted), correct=correct, leaks=leaks
+        )
+        rows.append([
+            gold_type, len(gold), found, num(found / len(gold) if gold else None),
+            len(predicted), correct, num(correct / len(predicted) if predicted else None),
+            f"{leaks} ({pct(leaks / len(gold) if gold else None)})",
+        ])  # fmt: skip
+    return rows, totals
+
+
+def _pii_half_table(name: str, outcomes: Sequence[Outcome]) -> tuple[list[str], Counter[str]]:
+    lines: list[str] = []
+    all_rows: list[list[object]] = []
+    all_totals = Counter[str]()
+    for h in HALVES:
+        rows, totals = _pii_span_rows([o for o in outcomes if half(o.sample.text) == h])
+        all_rows += [[f"{name}, {h} half", *row] for row in rows]
+        g, p = totals["gold"], totals["predicted"]
+        all_rows.append([
+            f"{name}, {h} half", "all", g, totals["found"], num(totals["found"] / g if g else None),
+            p, totals["correct"], num(totals["correct"] / p if p else None),
+            f"{totals['leaks']} ({pct(totals['leaks'] / g if g else None)})",
+        ])  # fmt: skip
+        if h == "held-out":
+            all_totals = totals
+    headers = ["set, half", "gold type", "gold", "found", "recall", "predicted", "correct"]
+    lines += table([*headers, "precision", "leaked"], all_rows)
+    return lines, all_totals
+
+
+def pii_halves(
+    runner: Runner, policy: CompiledPolicy, data: Data
+) -> tuple[list[str], list[Target]]:
+    """Issue 17: the Presidio set by halves (rules were tuned on the dev half only), synthetic
+    national-format phone numbers, Maestro cards and spaced IBANs (``pii_synthetic``), and
+    benign number-heavy text, all by halves; NotInject's prompts as a further benign set."""
+    from pii_synthetic import benign_texts, pii_texts  # bench/ is on sys.path
+
+    run = runner.run
+    presidio = run("pii", policy, data.presidio)
+    lines = [
+        "",
+        "### By halves (issue 17)",
+        "",
+        "Rows split by the parity of the first byte of sha256(text); the rules were written "
+        "looking at the dev half only. *held-out* is the half to judge them by.",
+        "",
+    ]
+    more, heldout = _pii_half_table("presidio", presidio)
+    lines += more
+    gold_type = {entity: t for t, entity in PATTERN_TYPES.items()}
+    synthetic = tuple(
+        Sample(
+            f"pii-synthetic:{i}",
+            item.text,
+            label=True,
+            group=item.kind,
+            spans=(
+                GoldSpan(
+                    gold_type[item.entity],
+                    item.value,
+                    item.text.index(item.value),
+                    item.text.index(item.value) + len(item.value),
+                ),
+            ),
+        )
+        for i, item in enumerate(pii_texts(), start=1)
+    )
+    outcomes = run("pii", policy, synthetic)
+    lines += [
+        "",
+        "Synthetic texts (`bench/pii_synthetic.py`: national-format phone numbers of 24 "
+        "regions in their own grouping or with dashes, dots or none; Maestro numbers of 12-19 "
+        "digits; IBANs of every country, grouped in fours or compact), recall per kind and half "
+        "(a phone number with no context word is found only when its shape tells):",
+        "",
+    ]
+    kinds = sorted({o.sample.group for o in outcomes})
+    rows: list[list[object]] = []
+    for kind in kinds:
+        for h in HALVES:
+            mine = [o for o in outcomes if o.sample.group == kind and half(o.sample.text) == h]
+            hit = sum(
+                any(overlaps(f.start, f.end, s.start, s.end) for f in o.findings)
+                for o in mine
+                for s in o.sample.spans
+            )
+            leaks = sum(s.value in o.redacted for o in mine for s in o.sample.spans)
+            rows.append([kind, h, len(mine), hit, num(hit / len(mine) if mine else None), leaks])
+    lines += table(["kind", "half", "texts", "found", "recall", "leaked"], rows)
+    benign = tuple(
+        Sample(f"pii-benign:{i}", text, label=False)
+        for i, text in enumerate(benign_texts(), start=1)
+    )
+    benign_outcomes = run("pii", policy, benign)
+    benign_rates = _by_half("benign numbers (synthetic)", benign_outcomes, lambda s: False)
+    benign_rates += [rates("notinject", run("pii", policy, data.notinject), lambda s: False)]
+    lines += ["", "Benign number-heavy text (order ids, dates, versions, prices, times, ISBNs, "
+              "tracking numbers, years, measurements) and NotInject's prompts:", ""]  # fmt: skip
+    lines += rates_table(benign_rates)
+    lines += ["", "Flags on benign numbers:", ""]
+    lines += flagged_examples(o for o in benign_outcomes if o.flagged)
+    g, p = heldout["gold"], heldout["predicted"]
+    recall = heldout["found"] / g if g else None
+    precision = heldout["correct"] / p if p else None
+    kept = 1 - heldout["leaks"] / g if g else None
+    flagged = sum(o.flagged for o in benign_outcomes if half(o.sample.text) == "held-out")
+    total = sum(half(o.sample.text) == "held-out" for o in benign_outcomes)
+    targets = [
+        Target(
+            "pii",
+            f"presidio held-out half: recall ≥ {PII_RECALL_TARGET}, precision ≥ "
+            f"{PII_PRECISION_TARGET}, no raw value left in ≥ 0.95 of spans",
+            f"recall {num(recall)}, precision {num(precision)}, clean {num(kept)}",
+            None
+            if recall is None or precision is None or kept is None
+            else recall >= PII_RECALL_TARGET and precision >= PII_PRECISION_TARGET and kept >= 0.95,
+        ),
+        Target(
+            "pii",
+            "benign numbers, held-out half: few texts flagged",
+            f"{flagged} of {total} flagged",
+            None,
+        ),
+    ]
+    return lines, targets
 
 
 def secrets_section(runner: Runner, data: Data) -> tuple[Section, list[Target]]:

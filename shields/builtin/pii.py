@@ -53,6 +53,7 @@ patterns to this shield (only context words, escaped literally).
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import itertools
 import re
@@ -65,11 +66,19 @@ from pydantic import AfterValidator, Field, field_validator
 from stdnum import iban as stdnum_iban
 
 from shields.base import Chunk, Finding, Scanner, Shield
+from shields.builtin.pii_context import (
+    CONTEXT_AFTER,
+    CONTEXT_BEFORE,
+    DEFAULT_CARD_CONTEXT,
+    DEFAULT_PHONE_CONTEXT,
+    NATIONAL_REGIONS,
+)
 from shields.normalize import StreamNormalizer, ascii_bytes, normalize
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
 __all__ = [
+    "DEFAULT_CARD_CONTEXT",
     "DEFAULT_PHONE_CONTEXT",
     "DEFAULT_PLACEHOLDERS",
     "ENTITIES",
@@ -83,30 +92,6 @@ Entity = Literal["email", "phone", "credit_card", "iban", "us_ssn", "ip_address"
 ENTITIES: tuple[Entity, ...] = get_args(Entity)
 DEFAULT_PLACEHOLDERS: dict[Entity, str] = {entity: f"[{entity.upper()}]" for entity in ENTITIES}
 
-# Words that, up to 32 characters before a number of 7-12 digits, make it a phone number even
-# when no region's numbering plan vouches for it ("Mobile: 041-412-293", "call me at 555-1234").
-DEFAULT_PHONE_CONTEXT = (
-    "phone",
-    "telephone",
-    "tel",
-    "mobile",
-    "mob",
-    "cell",
-    "cellphone",
-    "fax",
-    "call",
-    "sms",
-    "text me",
-    "whatsapp",
-    "contact",
-    "reach me",
-    "reach us",
-    "dial",
-    "landline",
-    "hotline",
-    "helpline",
-)
-
 # Longest e-mail parts accepted (RFC 5321 allows 64 for the local part; 100 for the domain is a
 # practical cap well above real addresses). They bound how far the scanner must look.
 EMAIL_LOCAL_MAX = 64
@@ -115,21 +100,29 @@ EMAIL_DOMAIN_MAX = 100
 PHONE_MAX = 40
 # How far past a candidate's first character each recognizer may need to see (its own text plus
 # the look-ahead that tells where it ends). ``max_match`` is the largest over enabled entities.
+# Separators an IBAN may be written with between its groups ("de89 3704 ...", "fr76 30006 00001
+# 12345678901 89", "de89-3704-..."), at most: 34 characters in groups of two.
+IBAN_SEPARATORS_MAX = 16
 REACH: dict[Entity, int] = {
     # local part, "@", domain, and one character past the longest domain run.
     "email": EMAIL_LOCAL_MAX + 1 + EMAIL_DOMAIN_MAX + 1,
-    "phone": PHONE_MAX + 1,
-    # 4-4-4-4-3 plus separators is 23 characters, plus the one after it.
-    "credit_card": 24,
-    # 34 characters in groups of four (8 spaces), plus the one after it.
-    "iban": 43,
+    # The number, the character after it, and the context window after it: a number that is a
+    # phone number only if a phone word follows it waits for that window.
+    "phone": PHONE_MAX + 1 + CONTEXT_AFTER,
+    # 4-4-4-4-3 plus separators is 23 characters, plus the one after it, and the context
+    # window after it (a 12-digit Maestro number is a card only next to a card word).
+    "credit_card": 24 + CONTEXT_AFTER,
+    # 34 characters and their separators, plus the one after them.
+    "iban": 34 + IBAN_SEPARATORS_MAX + 1,
     # 123-45-6789 and two characters after it ("-1" would make it part of a longer number).
     "us_ssn": 13,
     # An IPv6 text is at most 45 characters; a run one longer is rejected, plus the one after.
     "ip_address": 47,
 }
 
-_CONTEXT_BEFORE = 32  # characters before a number searched for a context word
+_CONTEXT_BEFORE = CONTEXT_BEFORE
+# The context window after a number ends with its sentence.
+_SENTENCE_END = re.compile(r"[.!?\n]")
 # Characters kept before the oldest undecided position: context words, the back-reach of a
 # start from its digit run (IPv6: 45) and an e-mail local part.
 _KEEP_BEFORE = 128
@@ -169,7 +162,9 @@ _VERSION_CONTEXT = re.compile(
 )
 _IPV6_RUN = re.compile(r"[0-9a-f:.]{0,46}")
 _IBAN_COMPACT = re.compile(r"[a-z0-9]{0,35}")
-_IBAN_GROUP = re.compile(r" [a-z0-9]{1,4}")
+_IBAN_GROUP = re.compile(r"[a-z0-9]{1,13}")
+_IBAN_SEPS = frozenset(" -" + _DASHES)
+_IBAN_GROUP_MAX = 12  # "fr76 30006 00001 12345678901 89": a French account number is 11
 _PHONE = re.compile(
     rf"""
     (?P<lead>\+\(?|\(\+?)?
@@ -223,10 +218,16 @@ class PiiSpec(ShieldSpecBase):
     phone_regions: list[Annotated[str, AfterValidator(_valid_region)]] = Field(
         default_factory=lambda: ["US"], max_length=300
     )
-    # Words that, just before a phone-shaped number, make it a phone number even when it is
-    # not valid in ``phone_regions`` (a foreign number in a contact line).
+    # Words that, just before or after a phone-shaped number, make it a phone number even when
+    # it is not valid in ``phone_regions`` (a foreign number in a contact line, "612 345 678 es
+    # mi móvil"). The defaults are in ``pii_context``.
     phone_context: list[Annotated[str, AfterValidator(_valid_context_word)]] = Field(
         default_factory=lambda: list(DEFAULT_PHONE_CONTEXT), max_length=1000
+    )
+    # Words that, next to a Luhn-valid number of 12-19 digits whose issuer or length alone does
+    # not make it a card (a 12-digit Maestro), make it a card number.
+    card_context: list[Annotated[str, AfterValidator(_valid_context_word)]] = Field(
+        default_factory=lambda: list(DEFAULT_CARD_CONTEXT), max_length=1000
     )
     # Only numbers libphonenumber says are valid (nationally in ``phone_regions``, or with a
     # country code): no phone-shaped or context-only matches.
@@ -263,12 +264,11 @@ class PiiShield(Shield):
             # rather than in the first request that mentions a number.
             phonenumbers.PhoneMetadata.metadata_for_region(region)
         self.phone_strict = spec.phone_strict
-        words = sorted(set(spec.phone_context), key=len, reverse=True)
-        self._phone_context = (
-            re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)")
-            if words
-            else None
-        )
+        self.phone_context = _context_pattern(spec.phone_context)
+        self.card_context = _context_pattern(spec.card_context)
+        if not self.phone_strict:
+            for region in NATIONAL_REGIONS:
+                phonenumbers.PhoneMetadata.metadata_for_region(region)
         self.numeric = bool(self.entities - {"email"})  # anything found from digit runs
         self.email = "email" in self.entities
         self.phone = "phone" in self.entities
@@ -300,11 +300,13 @@ class PiiShield(Shield):
             monitor=self.monitor,
         )
 
-    def phone_context_before(self, text: str, start: int) -> bool:
-        pattern = self._phone_context
-        return pattern is not None and (
-            pattern.search(text, max(0, start - _CONTEXT_BEFORE), start) is not None
-        )
+
+def _context_pattern(words: list[str]) -> re.Pattern[str] | None:
+    """Any of ``words``, as whole words, literally; None for no words."""
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    return re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)")
 
 
 class _NeedMore(Exception):
@@ -565,10 +567,10 @@ class _PiiScanner(Scanner):
         size = end - start
         if size > 19:
             return None
-        if size >= 13:
+        if size >= 12:
             if self._is_word(end):
                 return None
-            return end if _plausible_card(buf[start:end]) else None
+            return end if self._is_card(buf[start:end], start, end) else None
         if size != 4:
             self._char(end)  # more digits may be on their way
             return None
@@ -593,9 +595,34 @@ class _PiiScanner(Scanner):
             stop = ends[count - 1]
             if not _card_layout(sizes[:count]) or self._is_word(stop):
                 continue
-            if _plausible_card(buf[start:stop].replace(sep, "")):
+            if self._is_card(buf[start:stop].replace(sep, ""), start, stop):
                 return stop
         return None
+
+    def _is_card(self, digits: str, start: int, end: int) -> bool:
+        """A card number by its issuer and length alone, or a Luhn-valid number of 12-19 digits
+        with a card word next to it (Maestro numbers have any length from 12 to 19)."""
+        if _plausible_card(digits):
+            return True
+        return _card_with_context(digits) and self._context(self._shield.card_context, start, end)
+
+    def _context(self, pattern: re.Pattern[str] | None, start: int, end: int) -> bool:
+        """Whether a context word comes just before ``start`` or just after ``end``, in the
+        same sentence. Raises ``_NeedMore`` while the window after ``end`` is still arriving:
+        the number is undecided (held) until the window has passed, and decided the same way
+        in every chunking of the text."""
+        if pattern is None:
+            return False
+        buf = self._buf
+        if pattern.search(buf, max(0, start - _CONTEXT_BEFORE), start) is not None:
+            return True
+        stop = min(end + CONTEXT_AFTER, self._n)
+        sentence = _SENTENCE_END.search(buf, end, stop)
+        if sentence is not None:
+            stop = sentence.start()
+        elif stop < end + CONTEXT_AFTER and not self._final:
+            raise _NeedMore
+        return pattern.search(buf, end, stop) is not None
 
     def _ssn(self, start: int) -> int | None:
         buf = self._buf
@@ -660,23 +687,27 @@ class _PiiScanner(Scanner):
 
     def _iban(self, start: int) -> int | None:
         buf = self._buf
-        # "de89 3704 0044 0532 0130 00" (groups of four) or "de89370400440532013000"
+        # "de89 3704 0044 0532 0130 00" (groups of four), "fr76 30006 00001 12345678901 89"
+        # (the bank's own groups), "de89-3704-..." or "de89370400440532013000"
         if not self._char(start + 3).isdigit():
             return None
         ends: list[int] = []
-        if self._char(start + 4) == " ":
-            end, count = start + 4, 4
-            while count < 34 and self._char(end) == " " and _is_alnum(self._char(end + 1)):
-                group = _IBAN_GROUP.match(buf, end, end + 5)
+        sep = self._char(start + 4)
+        if sep in _IBAN_SEPS:
+            end, count, seps = start + 4, 4, 0
+            while seps < IBAN_SEPARATORS_MAX and self._char(end) == sep:
+                if not _is_alnum(self._char(end + 1)):
+                    break
+                group = _IBAN_GROUP.match(buf, end + 1, end + 2 + _IBAN_GROUP_MAX)
                 assert group is not None
                 size = group.end() - end - 1
-                if count + size > 34 or _is_alnum(self._char(group.end())):
-                    break  # a longer word after the number
-                end, count = group.end(), count + size
+                if size > _IBAN_GROUP_MAX or count + size > 34:
+                    break  # a longer word or number after the IBAN
+                if _is_alnum(self._char(group.end())):
+                    break  # the group may still be growing; or a word too long to be one
+                end, count, seps = group.end(), count + size, seps + 1
                 if count >= 15:
                     ends.append(end)
-                if size < 4:
-                    break
         else:
             run = _IBAN_COMPACT.match(buf, start + 4)
             assert run is not None
@@ -686,7 +717,9 @@ class _PiiScanner(Scanner):
             if end - start >= 15:
                 ends.append(end)
         for end in reversed(ends):
-            compact = buf[start:end].replace(" ", "").upper()
+            compact = buf[start:end].upper()
+            if sep in _IBAN_SEPS:
+                compact = compact.replace(sep, "")
             # The mod-97 checksum first (cheap: one in 97 random strings passes), then the
             # country's length and format. Not ``check_country``: that also looks the bank up in
             # python-stdnum's registries, which miss real banks.
@@ -716,12 +749,14 @@ class _PiiScanner(Scanner):
         lead = match.group("lead") or ""
         pieces = _PHONE_SPLIT.split(match.group("body"))
         groups, seps = pieces[1::2], pieces[2:-1:2]
+        # "070-127 49 48" (Swedish), "08-13 25 87": a dash after the area code, spaces after.
+        area_code = len(seps) > 1 and seps[0] != " " and set(seps[1:]) == {" "}
         punctuated = False
         for i, sep in enumerate(seps):
             bare = sep.replace("(", "").replace(")", "")
             if len(bare) > 1 or (not bare and sep not in ("(", ")")):
                 return None  # "555 - 1234", "12. 2023": not one number
-            if sep == " " and punctuated:
+            if sep == " " and punctuated and not area_code:
                 # A plain space after dashes or dots ends the number: "555-123-4567 555-9876"
                 groups, seps = groups[: i + 1], seps[:i]
                 break
@@ -730,6 +765,10 @@ class _PiiScanner(Scanner):
         count = len(groups)
         while sum(len(g) for g in groups[:count]) > 15:
             count -= 1
+        if count < len(groups) and (seps[count - 1] != " " or len(set(seps)) == 1):
+            # "686-9594168-5802518", "0169 4812 6711 5067 3779 81": a longer identifier or a
+            # tracking number, not phone numbers in a row
+            return None
         groups, seps = groups[:count], seps[: count - 1]
         digits = "".join(groups)
         if len(digits) < 7:
@@ -749,9 +788,14 @@ class _PiiScanner(Scanner):
             seps,
             international="+" in lead,
             paren_first="(" in lead,
-            context=self._shield.phone_context_before(buf, start),
         )
-        return end if _is_phone(self._shield, phone) else None
+        shield = self._shield
+        decision = _is_phone(shield, phone)
+        if decision is _Phone.YES or (
+            decision is _Phone.IF_CONTEXT and self._context(shield.phone_context, start, end)
+        ):
+            return end
+        return None
 
     def _spread_out(self, start: int, end: int) -> bool:
         """Whether a space inside the span stands for a run of whitespace in the original:
@@ -878,8 +922,8 @@ def _card_layout(sizes: list[int]) -> bool:
     """How printed card numbers are grouped: 4-4-4-4(-3) and shorter, 4-6-5 and 4-6-4."""
     if sizes[0] != 4:
         return False
-    if len(sizes) == 3:
-        return sizes[1] == 6 and sizes[2] in (4, 5)
+    if len(sizes) == 3:  # 4-6-5, 4-6-4, and a 12-digit Maestro's 4-4-4
+        return (sizes[1] == 6 and sizes[2] in (4, 5)) or sizes[1:] == [4, 4]
     if sizes[1] != 4 or sizes[2] != 4:
         return False
     if len(sizes) == 4:
@@ -909,6 +953,16 @@ def _plausible_card(digits: str) -> bool:
     return first in "356" and size >= 14 - (first != "3")
 
 
+def _card_with_context(digits: str) -> bool:
+    """Luhn-valid, 12-19 digits, and an industry digit of banking (1-6) or Maestro's 0604:
+    a card number when a card word says so."""
+    return (
+        12 <= len(digits) <= 19
+        and (digits[0] in "123456" or digits.startswith("0604"))
+        and _luhn(digits)
+    )
+
+
 def _valid_ssn(area: str, group: str, serial: str) -> bool:
     """SSA rules: no area 000, 666 or 900-999, no group 00, no serial 0000."""
     return area != "000" and area != "666" and area[0] != "9" and group != "00" and serial != "0000"
@@ -921,10 +975,18 @@ class _PhoneText(NamedTuple):
     seps: list[str]
     international: bool  # written with "+country"
     paren_first: bool  # the first group is in parentheses: "(07) 5331 0577"
-    context: bool  # a phone word comes just before it
 
 
-def _is_phone(shield: PiiShield, phone: _PhoneText) -> bool:
+class _Phone(enum.Enum):
+    """What a number's text says of it: a phone number, not one, or one if a phone word is
+    next to it (the scanner then looks, before it and after it)."""
+
+    NO = enum.auto()
+    YES = enum.auto()
+    IF_CONTEXT = enum.auto()
+
+
+def _is_phone(shield: PiiShield, phone: _PhoneText) -> _Phone:
     groups, seps = phone.groups, phone.seps
     digits = "".join(groups)
     strict = shield.phone_strict
@@ -932,42 +994,60 @@ def _is_phone(shield: PiiShield, phone: _PhoneText) -> bool:
         # "+1-944-435-4352": an explicit country code, and a length that country dials (and
         # no fewer than 8 digits in all: "+3.140000" is a signed number).
         check = _valid_international if strict else _possible_international
-        return len(digits) >= 8 and check(digits)
+        return _Phone.YES if len(digits) >= 8 and check(digits) else _Phone.NO
+    # Without a phone word, what is left when the number's shape does not tell.
+    otherwise = _Phone.NO
     # 00 is the international call prefix in most of the world, 011 in North America.
     for prefix in ("00", "011"):
         rest = digits[len(prefix) :]
         if digits.startswith(prefix) and rest[:1] not in ("", "0"):
             if _valid_international(rest):
-                return True
-            if not strict and (phone.context or len(groups) >= 3) and _possible_international(rest):
-                return True
+                return _Phone.YES
+            if not strict and _possible_international(rest):
+                if len(groups) >= 3:
+                    return _Phone.YES
+                otherwise = _Phone.IF_CONTEXT
     if not _well_grouped(phone) or _looks_like_date(groups, seps) or _looks_like_amount(phone):
-        return False
+        return otherwise
     # Valid in one of the regions, and grouped the way that region writes its numbers
     # ("415-555-2671", "4155552671", but not the range "64040-64044").
     boundaries = _boundaries(groups)
     for region in shield.regions if len(groups) > 1 or len(digits) >= 8 else ():
         written = _national_boundaries(digits, region)
         if written is not None and boundaries <= written:
-            return True
+            return _Phone.YES
     if strict:
+        return otherwise
+    if _phone_shaped(phone) or _written_nationally(groups, boundaries):
+        return _Phone.YES
+    # A foreign or unassigned number next to a phone word ("Mobile: 041-412293", "call me at
+    # 555-1234", "612 345 678 es mi móvil").
+    if 7 <= len(digits) <= 12 and (len(groups) >= 2 or len(digits) >= 8):
+        return _Phone.IF_CONTEXT
+    return otherwise
+
+
+def _written_nationally(groups: list[str], boundaries: frozenset[int]) -> bool:
+    """Valid in one of ``NATIONAL_REGIONS`` and grouped exactly as that region writes it,
+    trunk prefix 0 first: "030 1234567", "020 7946 0958", "0612 345 678"."""
+    digits = "".join(groups)
+    if len(groups) < 2 or not digits.startswith("0") or not 9 <= len(digits) <= 12:
         return False
-    if _phone_shaped(phone):
-        return True
-    # A foreign or unassigned number with a phone word just before it ("Mobile: 041-412293",
-    # "call me at 555-1234").
-    return phone.context and len(digits) <= 12 and (len(groups) >= 2 or len(digits) >= 10)
+    for region in NATIONAL_REGIONS:
+        written = _national_boundaries(digits, region)
+        if written is not None and boundaries == {c for c in written if c < len(digits)}:
+            return True
+    return False
 
 
 def _well_grouped(phone: _PhoneText) -> bool:
-    """No lone digit inside ("9.0.0612") and one kind of separator, except that the first may be
-    a space ("415 555-2671") and a parenthesized group has its own ("(415) 555-2671")."""
+    """No lone digit inside ("9.0.0612") and one kind of separator, except that the first may
+    differ ("415 555-2671", Swedish "070-127 49 48") and a parenthesized group has its own
+    ("(415) 555-2671")."""
     if any(len(g) < 2 for g in phone.groups[1:]):
         return False
     plain = [sep for sep in phone.seps if "(" not in sep and ")" not in sep]
-    if plain and plain[0] == " ":
-        plain = plain[1:]
-    return len(set(plain)) <= 1
+    return len(set(plain[1:])) <= 1
 
 
 def _boundaries(groups: list[str]) -> frozenset[int]:
@@ -1027,7 +1107,10 @@ def _progression(groups: list[str]) -> bool:
 def _looks_like_date(groups: list[str], seps: list[str]) -> bool:
     """2023-01-15, 15.01.2023, 01/15/2023, 2014.07.32: three groups in a row read as a date.
 
-    Spaces do not count: "01 23 45 67 89" is a French phone number."""
+    Spaces do not count: "01 23 45 67 89" is a French phone number; nor do four or more groups
+    all joined alike ("06-12-39-68-53"): no date is written so."""
+    if len(groups) > 3 and len(set(seps)) == 1:
+        return False
     for i in range(len(groups) - 2):
         sep = seps[i]
         if sep != seps[i + 1] or sep not in ("-", ".", "/", *_DASHES):
