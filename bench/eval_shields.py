@@ -140,6 +140,10 @@ class Data:
     # benign prompts full of trigger words (group = category).
     multilingual: tuple[Sample, ...] = ()
     notinject: tuple[Sample, ...] = ()
+    # Secrets-only sets: whole files (label = has expected findings; spans = the lines of
+    # each expected value, type = its kind) and gitleaks' rule cases (group = rule).
+    secret_files: tuple[Sample, ...] = ()
+    secret_cases: tuple[Sample, ...] = ()
 
     @property
     def benign(self) -> tuple[Sample, ...]:
@@ -234,6 +238,38 @@ def _notinject(root: Path) -> tuple[Sample, ...]:
     )
 
 
+def _secret_files(path: Path) -> tuple[Sample, ...]:
+    samples = []
+    for line in _read(path).splitlines():
+        row = json.loads(line)
+        text = row["content"]
+        starts = [0, *(i + 1 for i, char in enumerate(text) if char == "\n")]
+        spans = []
+        for secret in row["secrets"]:
+            first = secret["line"] - 1
+            last = min(first + secret["value"].count("\n"), len(starts) - 1)
+            end = starts[last + 1] if last + 1 < len(starts) else len(text)
+            spans.append(GoldSpan(secret["rule"], secret["value"], starts[first], end))
+        label = bool(spans)
+        samples.append(
+            Sample(
+                f"credsweeper:{row['path']}",
+                text,
+                label=label,
+                group=row["path"],
+                spans=tuple(spans),
+            )
+        )
+    return tuple(samples)
+
+
+def _secret_cases(path: Path) -> tuple[Sample, ...]:
+    return tuple(
+        Sample(f"gitleaks:{i}", row["text"], label=row["label"] == 1, group=row["rule"])
+        for i, row in enumerate(map(json.loads, _read(path).splitlines()), start=1)
+    )
+
+
 def load_data(root: Path) -> Data:
     if not root.is_dir():
         raise EvalError(
@@ -256,6 +292,8 @@ def load_data(root: Path) -> Data:
             / "prompt_injection_multilingual_machine_translated.json"
         ),
         notinject=_notinject(root / "notinject"),
+        secret_files=_secret_files(root / "secrets" / "samples.jsonl"),
+        secret_cases=_secret_cases(root / "secrets" / "gitleaks_rule_cases.jsonl"),
     )
 
 
@@ -854,6 +892,98 @@ def pii_halves(
     return lines, targets
 
 
+# CredSweeper kinds of credentials written as configuration rather than as a vendor's token
+# format (issue 17): what the configuration-credential rules are for.
+SECRET_CONFIG_KINDS = frozenset(
+    [
+        "Password",
+        "Secret",
+        "Token",
+        "Key",
+        "Credential",
+        "Auth",
+        "API",
+        "URL Credentials",
+        "CMD Password",
+        "CMD Secret",
+        "CMD Token",
+        "CMD ConvertTo-SecureString",
+        "CURL Options",
+    ]
+)
+SECRETS_FILE_RECALL_TARGET = 0.9
+
+
+def _caught(outcome: Outcome, spans: Iterable[GoldSpan]) -> bool:
+    """A file with expected secrets is caught when a finding overlaps an expected value's line."""
+    return any(
+        overlaps(f.start, f.end, gold.start, gold.end) for f in outcome.findings for gold in spans
+    )
+
+
+def _file_half(sample: Sample) -> str:
+    return half(sample.group)  # files are split by path: their text may be shared
+
+
+def secrets_files_by_half(
+    outcomes: Sequence[Outcome],
+) -> tuple[list[str], dict[str, float | None]]:
+    """File recall (all files, configuration-credential files), files without findings
+    flagged, and recall per kind, for each half of CredSweeper's samples."""
+    rows: list[list[object]] = []
+    recall: dict[str, float | None] = {}
+    kinds: dict[str, dict[str, list[int]]] = {}
+    for h in HALVES:
+        mine = [o for o in outcomes if _file_half(o.sample) == h]
+        positives = [o for o in mine if o.sample.label]
+        config = [
+            o for o in positives if any(g.type in SECRET_CONFIG_KINDS for g in o.sample.spans)
+        ]
+        negatives = [o for o in mine if not o.sample.label]
+        caught = sum(_caught(o, o.sample.spans) for o in positives)
+        caught_config = sum(_caught(o, o.sample.spans) for o in config)
+        flagged = sum(o.flagged for o in negatives)
+        recall[h] = caught / len(positives) if positives else None
+        rows.append(
+            [
+                f"{h} half",
+                f"{caught}/{len(positives)} = {num(recall[h])}",
+                f"{caught_config}/{len(config)} = "
+                f"{num(caught_config / len(config) if config else None)}",
+                f"{flagged}/{len(negatives)}",
+            ]
+        )
+        for o in positives:
+            for gold in o.sample.spans:
+                counts = kinds.setdefault(gold.type, {}).setdefault(h, [0, 0])
+                counts[0] += _caught(o, [gold])
+                counts[1] += 1
+    lines = table(
+        [
+            "half",
+            "files caught",
+            "files with a config credential",
+            "files without findings flagged",
+        ],
+        rows,
+    )
+    kind_rows = []
+    for kind in sorted(kinds, key=lambda k: (-sum(c[1] for c in kinds[k].values()), k)):
+        cells = []
+        for h in HALVES:
+            hit, n = kinds[kind].get(h, [0, 0])
+            cells.append(f"{hit}/{n}" if n else "")
+        kind_rows.append([f"**{kind}**" if kind in SECRET_CONFIG_KINDS else kind, *cells])
+    lines += [
+        "",
+        "Recall per expected value (its line overlapped by a finding), per CredSweeper kind "
+        "(**bold**: configuration kinds):",
+        "",
+        *table(["kind", *(f"{h} half" for h in HALVES)], kind_rows),
+    ]
+    return lines, recall
+
+
 def secrets_section(runner: Runner, data: Data) -> tuple[Section, list[Target]]:
     policy = one_shield_policy("eval-secrets", SHIELD_YAML["secrets"])
     sets = [
@@ -861,6 +991,7 @@ def secrets_section(runner: Runner, data: Data) -> tuple[Section, list[Target]]:
         ("vicuna", data.vicuna),
         ("xstest (all prompts)", data.xstest),
         ("deepset (all prompts)", data.deepset),
+        ("NotInject", data.notinject),
     ]
     outcomes = {name: runner.run("secrets", policy, samples) for name, samples in sets}
     presidio = runner.run("secrets", policy, data.presidio)
@@ -877,13 +1008,48 @@ def secrets_section(runner: Runner, data: Data) -> tuple[Section, list[Target]]:
     lines += rates_table(all_rates)
     flagged = [o for os_ in (*outcomes.values(), presidio) for o in os_ if o.flagged]
     lines += ["", "False positives:", "", *flagged_examples(flagged)]
-    target = Target(
-        "secrets",
-        "0 false positives on mt_bench, vicuna, xstest, deepset",
-        f"{fps} false positives in {n} texts",
-        fps == 0,
-    )
-    return Section("secrets", lines), [target]
+    targets = [
+        Target(
+            "secrets",
+            "0 false positives on mt_bench, vicuna, xstest, deepset, NotInject",
+            f"{fps} false positives in {n} texts",
+            fps == 0,
+        )
+    ]
+    if data.secret_files:
+        files = runner.run("secrets", policy, data.secret_files)
+        file_lines, recall = secrets_files_by_half(files)
+        lines += [
+            "",
+            "Whole files: CredSweeper's test samples (`secrets/samples.jsonl`), split by the "
+            "first byte of sha256(path): even bytes make the *dev* half, the only one read when "
+            "the configuration-credential rules were written; odd bytes the *held-out* half. A "
+            "file with expected findings is caught when a finding overlaps the line of one of "
+            "its expected values. Most files that are missed hold only a vendor token format "
+            "the shield has no rule for (GitLab, Hugging Face, Groq...): see the kinds below.",
+            "",
+            *file_lines,
+        ]
+        held = recall.get("held-out")
+        targets.append(
+            Target(
+                "secrets",
+                f"files caught ≥ {SECRETS_FILE_RECALL_TARGET:.2f} (CredSweeper, held-out half)",
+                f"{num(held)} (dev half {num(recall.get('dev'))})",
+                None if held is None else held >= SECRETS_FILE_RECALL_TARGET,
+            )
+        )
+    if data.secret_cases:
+        cases = runner.run("secrets", policy, data.secret_cases)
+        lines += [
+            "",
+            "gitleaks' rule test cases (`secrets/gitleaks_rule_cases.jsonl`), split by "
+            'sha256(text). Label 0 is only "not this gitleaks rule": another rule may rightly '
+            "match it, so its flags are look-alikes rather than certain false positives.",
+            "",
+            *rates_table([*_by_half("gitleaks cases", cases, lambda s: bool(s.label))]),
+        ]
+    return Section("secrets", lines), targets
 
 
 def injection_section(

@@ -130,12 +130,35 @@ FAKES: dict[str, Fake] = {
         )
     ),
     "private_key": _whole(lambda r: pem(r, lines=3)),
-    # A generated password has a digit somewhere: letters alone in long case runs read as a
-    # name (``_is_name``), which the rule leaves alone on purpose.
+    # A generated secret has a digit somewhere: letters alone in long case runs read as a
+    # name (``is_name``), which the rule leaves alone on purpose.
     "generic_secret": _assigned(
-        'db_password: "{}"', lambda r: rand(r, 24, ALNUM + "!#%&*", mixed=True)
+        'client_secret: "{}"', lambda r: rand(r, 24, ALNUM + "!#%*", mixed=True)
     ),
+    "config_password": _assigned(
+        "DB_PASSWORD={}\n", lambda r: rand(r, 12, ALNUM + "!#%*", mixed=True)
+    ),
+    "url_credentials": _assigned(
+        "postgres://app:{}@db.internal:5432/app", lambda r: rand(r, 16, mixed=True)
+    ),
+    "basic_auth": _assigned(
+        "Authorization: Basic {}",
+        lambda r: base64.b64encode(f"deploy:{rand(r, 16, mixed=True)}".encode()).decode(),
+    ),
+    "password_hash": _whole(lambda r: "$2b$12$" + rand(r, 53, ALNUM + "./")),
+    "putty_private_key": lambda r: putty(r, lines=2),
 }
+
+
+def putty(rng: random.Random, lines: int) -> tuple[str, str]:
+    """A PuTTY key file; the secret is its private lines (the public ones are not)."""
+    private = "\n".join(rand(rng, 64, B64) for _ in range(lines - 1)) + "\n" + rand(rng, 20, B64)
+    text = (
+        "PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\n"
+        f"Public-Lines: 1\n{rand(rng, 64, B64)}\nPrivate-Lines: {lines}\n{private}\n"
+        f"Private-MAC: {rand(rng, 64, '0123456789abcdef')}"
+    )
+    return text, private
 
 
 def test_every_rule_has_a_fake() -> None:
@@ -237,7 +260,6 @@ NEAR = random.Random(99)
         "-----BEGIN PUBLIC KEY-----\n" + rand(NEAR, 64, B64) + "\n-----END PUBLIC KEY-----",
         "-----BEGIN CERTIFICATE-----\n" + rand(NEAR, 64, B64) + "\n-----END CERTIFICATE-----",
         "password=changeme",
-        "password: hunter2",
         "PASSWORD=correcthorsebatterystaple",
         'api_key: "<your-key>"',
         "api_key: ${OPENAI_API_KEY}",
@@ -305,10 +327,13 @@ def test_hex_values_have_their_own_entropy_threshold() -> None:
 
 
 def test_min_entropy_and_min_length_tune_the_generic_rule() -> None:
-    value = "Tr0ub4dor&3x"
-    assert found(f"password={value}") == []  # 12 characters, 3.25 bits each
-    assert found(f"password={value}", shield(min_entropy=3.0)) == [("generic_secret", value)]
-    assert found(f"password={value}", shield(min_entropy=3.0, min_length=13)) == []
+    value = "Tr0ub4dor%3x"
+    assert found(f"secret={value}") == []  # 12 characters, 3.25 bits each
+    assert found(f"secret={value}", shield(min_entropy=3.0)) == [("generic_secret", value)]
+    assert found(f"secret={value}", shield(min_entropy=3.0, min_length=13)) == []
+    # A password is typed, not generated: no entropy threshold, only a length.
+    assert found(f"password={value}") == [("config_password", value)]
+    assert found(f"password={value}", shield(min_password_length=13)) == []
 
 
 def test_a_pem_block_is_redacted_whole_through_its_end_line() -> None:
@@ -665,3 +690,215 @@ def test_the_public_re2_api_finds_the_same(monkeypatch: pytest.MonkeyPatch) -> N
     for size in (1, 7, 256):
         got = feed_in_chunks(public, text, [size])
         assert [(f.label, f.start, f.end) for f in got] == whole
+
+
+# -- configuration credentials -------------------------------------------------------------------
+
+CONFIG_RNG = random.Random("config")
+PW = rand(CONFIG_RNG, 11, ALNUM + "!#%*", mixed=True)  # a password someone set
+TOKEN = rand(CONFIG_RNG, 32, mixed=True)  # a generated token
+HEX_KEY = rand(CONFIG_RNG, 64, "0123456789abcdef")
+
+
+@pytest.mark.parametrize(
+    ("template", "label"),
+    [
+        ("[database]\npassword = {}\nport = 5432", "config_password"),  # INI
+        ("DB_PASSWORD={}\n", "config_password"),  # .env
+        ("export PGPASSWORD={}\n", "config_password"),  # shell
+        ("db:\n  password: {}\n  user: app", "config_password"),  # YAML
+        ('{{"user": "app", "password": "{}"}}', "config_password"),  # JSON
+        ('{{\\"pwd\\": \\"{}\\"}}', "config_password"),  # JSON inside a JSON string
+        ('<connection user="app" password="{}"/>', "config_password"),  # XML attribute
+        ("<password>{}</password>", "config_password"),  # XML element
+        ('<add key="DbPassword" value="{}" />', "config_password"),  # .NET appSettings
+        ("define('DB_PASSWORD', '{}');", "config_password"),  # PHP define()
+        ("$cfg['Servers'][$i]['password'] = '{}';", "config_password"),  # PHP array
+        ('db_pass = "{}"', "config_password"),  # Python
+        ("config.password = '{}'", "config_password"),  # Ruby / JS
+        ("password: '{}',", "config_password"),  # a JS object
+        ('val password: String = "{}"', "config_password"),  # Scala / Kotlin typed
+        ('passwd := "{}"', "config_password"),  # Go
+        ("machine example.com login app password {}\n", "config_password"),  # .netrc
+        ("mysql --user=app --password={} db", "config_password"),  # command line
+        ("Server=db;Database=app;User Id=app;Password={};", "config_password"),  # ADO.NET
+        ("DRIVER={{PostgreSQL}};UID=app;PWD={};", "config_password"),  # ODBC
+        ("CREATE USER app IDENTIFIED BY '{}';", "config_password"),  # SQL
+        ('$p = ConvertTo-SecureString "{}" -AsPlainText -Force', "config_password"),
+        ("jdbc:mysql://db:3306/app?user=app&password={}&ssl=true", "config_password"),
+    ],
+)
+def test_a_password_in_every_config_syntax_is_redacted_alone(template: str, label: str) -> None:
+    text = template.format(PW)
+    assert found(text) == [(label, PW)], text
+    assert redacted(text) == template.format("[SECRET]")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "SECRET_KEY = '{}'",  # Django
+        "secret_key_base: {}",  # Rails
+        "RAILS_MASTER_KEY={}",
+        "//registry.npmjs.org/:_authToken={}",  # .npmrc
+        'api_key: "{}"',
+        "Authorization: Bearer {}",
+        "AccountName=app;AccountKey={};EndpointSuffix=core.windows.net",  # Azure
+        "<client_secret>{}</client_secret>",
+    ],
+)
+def test_a_generated_value_next_to_a_token_key_is_redacted_alone(template: str) -> None:
+    for value in (TOKEN, HEX_KEY):
+        text = template.format(value)
+        assert found(text) == [("generic_secret", value)], text
+
+
+def test_a_django_secret_key_with_symbols_is_one_value() -> None:
+    value = "django-insecure-" + rand(
+        random.Random(30), 50, "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)"
+    )
+    value = value.replace("&", "!")  # "&" ends a value (a query string's next parameter)
+    text = f"SECRET_KEY = '{value}'\nDEBUG = True"
+    assert redacted(text) == "SECRET_KEY = '[SECRET]'\nDEBUG = True"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=",
+        "password: ''",
+        "password = None",
+        "password: null",
+        "PASSWORD=changeme",
+        "password: <password>",
+        "password: ${DB_PASSWORD}",
+        "password = %(db_password)s",
+        "password: '{{ vault_db_password }}'",
+        "password: xxxxxxxx",
+        "password: '********'",
+        "password=your_password_here",
+        "password: !vault |",
+        "password: '%env(DB_PASSWORD)%'",
+        "password = $DB_PASSWORD",
+        "password: abc12",  # too short
+        "password: 123456789",  # a number
+        "password_min_length: 12",
+        "password = 0x1f2e3d4c",  # a bit mask in code
+        "password = getpass.getpass()",
+        "password = os.getenv('DB_PASSWORD')",
+        "password = self.db_password",
+        "password = request.form['password']",
+        "password: required",
+        "Password: Reset",
+        "password_reset_url: https://example.com/reset",
+        "passport: X1234567",
+        "passenger: Jane",
+        "compass = n0rth3ast",
+        "the password is hunter2",  # prose: a password shown, not configured
+        "Choose a password, a token, and a key.",
+        "if password == 'hunter2': print('weak')",
+        "token: true",
+        "secret: S3cr3tSauce",  # a demo word
+        "api_key = get_key(name)",
+        "https://user:password@example.com/",
+        "https://user:${PASS}@example.com/",
+        "postgres://postgres:postgres@localhost/db",  # the user's name again
+        "https://example.com:8443/path@v2",
+        "Authorization: Basic dXNlcm5hbWU6cGFzc3dvcmQ=",  # base64 of "username:password"
+        "The Basic Authentication scheme sends credentials in a header.",
+        "It costs $5 or $6 at most; $2y is not a hash.",
+    ],
+)
+def test_placeholders_code_and_prose_are_not_config_credentials(text: str) -> None:
+    assert found(text) == []
+
+
+def test_credentials_in_urls_and_auth_blobs() -> None:
+    secret = rand(random.Random(31), 14, mixed=True)
+    url = f"amqp://worker:{secret}@mq.internal:5672/vhost"
+    assert found(url) == [("url_credentials", secret)]
+    assert redacted(url) == "amqp://worker:[SECRET]@mq.internal:5672/vhost"
+    # The user may be an e-mail address.
+    smtp = f"smtps://me@example.com:{secret}@smtp.example.com:465"
+    assert found(smtp) == [("url_credentials", secret)]
+    blob = base64.b64encode(f"ci-bot:{secret}".encode()).decode()
+    docker = f'{{"auths": {{"registry.example.com": {{"auth": "{blob}"}}}}}}'
+    assert found(docker) == [("basic_auth", blob)]
+    assert found(f"_auth = {blob}") == [("basic_auth", blob)]  # .npmrc
+    assert found(f"curl -H 'Authorization: Basic {blob}'") == [("basic_auth", blob)]
+
+
+def test_a_vendor_token_in_a_url_is_left_to_its_own_rule() -> None:
+    key = "ghp_" + rand(random.Random(32), 36, mixed=True)
+    assert found(f"https://bot:{key}@github.com/org/repo.git") == [("github_token", key)]
+
+
+@pytest.mark.parametrize(
+    "hashed",
+    [
+        "$2y$10$" + rand(random.Random(33), 53, ALNUM + "./"),  # bcrypt (htpasswd -B)
+        "$apr1$" + rand(random.Random(34), 8, ALNUM) + "$" + rand(random.Random(35), 22, ALNUM),
+        "$6$" + rand(random.Random(36), 16, ALNUM) + "$" + rand(random.Random(37), 86, ALNUM),
+        "$5$rounds=5000$" + rand(random.Random(38), 16, ALNUM) + "$" + rand(random.Random(39), 43),
+        "$1$" + rand(random.Random(40), 8, ALNUM) + "$" + rand(random.Random(41), 22, ALNUM),
+        "{SHA}" + rand(random.Random(42), 27, B64) + "=",
+    ],
+)
+def test_password_hashes_in_htpasswd_and_shadow_lines(hashed: str) -> None:
+    assert found(f"admin:{hashed}") == [("password_hash", hashed)]
+    shadow = f"root:{hashed}:19000:0:99999:7:::"
+    assert redacted(shadow) == "root:[SECRET]:19000:0:99999:7:::"
+
+
+def test_a_putty_key_is_redacted_through_its_last_private_line() -> None:
+    text, private = putty(random.Random(43), lines=5)
+    assert redacted(text) == text.replace(private, "[SECRET]")
+    assert "Public-Lines: 1\n" in redacted(text) and "Private-MAC" in redacted(text)
+
+
+def test_a_long_configured_value_is_redacted_whole() -> None:
+    value = rand(random.Random(44), 150, mixed=True)
+    text = f"client_secret={value}\nnext=1"
+    assert redacted(text) == "client_secret=[SECRET]\nnext=1"
+    assert all(f.end - f.start <= REDACT.max_match for f in check_text([REDACT], text))
+
+
+CONFIG_FILE = """# deployed by ci
+[db]
+host = db.internal
+user = app
+password = {pw}
+[queue]
+url = amqp://worker:{pw}@mq.internal:5672/
+"""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=seeds, sizes=chunk_sizes, flush_every=st.integers(min_value=1, max_value=4))
+def test_zero_leak_a_config_file_streamed_in_any_chunks(
+    seed: int, sizes: list[int], flush_every: int
+) -> None:
+    pw = rand(random.Random(seed), 12, ALNUM + "!*", mixed=True)  # "#" would end a URL
+    text = CONFIG_FILE.format(pw=pw)
+    body = sse(*deltas(text, "content", sizes), chunk({}, finish_reason="stop"))
+    out, guard = run(STREAM_REDACT, body, flush_every=flush_every)
+    assert guard.state is GuardState.DONE
+    assert channel_text(out, "content") == CONFIG_FILE.format(pw="[SECRET]")
+    sent = "".join(
+        choice["delta"].get("content") or ""
+        for payload in payloads(out)[:-1]
+        for choice in payload["choices"]
+    )
+    assert pw[:6] not in sent and pw[-6:] not in sent
+
+
+def test_prose_is_held_only_from_a_credential_key_word() -> None:
+    """The key rules start at the key: prose without one is released at once (but for the
+    last letters, which may still begin one); after "password" only the next word waits."""
+    scan = TextScan([DEFAULT], holdback=DEFAULT.max_match, adaptive=True)
+    scan.feed("The weather is fine today and the river runs high. ")
+    assert scan.safe_end == scan.received
+    scan.feed("Your pass")  # may become "password = ..."
+    assert scan.received - scan.safe_end == len("pass")
+    scan.feed("word reset link expires soon. ")  # "password reset" is no credential
+    assert scan.safe_end == scan.received

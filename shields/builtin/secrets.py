@@ -41,10 +41,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
-from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,6 +56,14 @@ from shields.builtin.regex import (
     prefix_pattern,
     searcher,
 )
+from shields.builtin.secrets_config import CONFIG_RULES
+from shields.builtin.secrets_rules import (
+    Rule,
+    Thresholds,
+    Validator,
+    random_looking,
+    shannon_entropy,
+)
 from shields.normalize import StreamNormalizer
 from shields.registry import register
 from shields.spec import ShieldSpecBase
@@ -66,53 +71,7 @@ from shields.spec import ShieldSpecBase
 __all__ = ["RULES", "Rule", "SecretsShield", "SecretsSpec", "shannon_entropy"]
 
 
-# -- validators ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    """The options that tune the generic assignment rule."""
-
-    min_entropy: float
-    min_entropy_hex: float
-    min_length: int
-
-
-Validator = Callable[[str, Thresholds], bool]
-
-
-def shannon_entropy(text: str) -> float:
-    """Bits per character of ``text`` under its own character frequencies."""
-    if not text:
-        return 0.0
-    size = len(text)
-    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
-
-
-# The validators below use Python's `re`: they only ever see one matched secret (at most a few
-# hundred characters) and have no nested repetition that could backtrack, so their cost is
-# bounded per match, unlike a policy pattern run over a whole text.
-
-# Words that mark a documented example or a template rather than a credential.
-_PLACEHOLDER_WORDS = re.compile(
-    r"example|xxxx|\*\*\*|\.\.\.|your|change|placeholder|redacted|dummy|sample|insert|replace",
-    re.IGNORECASE,
-)
-_REPEATED = re.compile(r"(.)\1{5}")  # "aaaaaa", "000000": typed by hand, not generated
-# A real generated token almost never holds six consecutive ascending characters.
-_ASCENDING = re.compile(
-    r"012345|123456|234567|345678|456789|abcdef|bcdefg|cdefgh|ABCDEF|BCDEFG|CDEFGH", re.IGNORECASE
-)
-
-
-def _random_looking(body: str, min_bits: float) -> bool:
-    """``body`` looks machine-generated: varied characters, no template markers."""
-    return (
-        shannon_entropy(body) >= min_bits
-        and _PLACEHOLDER_WORDS.search(body) is None
-        and _REPEATED.search(body) is None
-        and _ASCENDING.search(body) is None
-    )
+# -- vendor token checks ----------------------------------------------------------------------
 
 
 def _token(prefix_chars: int, min_bits: float, *, digit: bool = False) -> Validator:
@@ -122,7 +81,7 @@ def _token(prefix_chars: int, min_bits: float, *, digit: bool = False) -> Valida
         body = secret[prefix_chars:]
         if digit and not any(c.isdigit() for c in body):
             return False
-        return _random_looking(body, min_bits)
+        return random_looking(body, min_bits)
 
     return check
 
@@ -142,11 +101,11 @@ def _openai(secret: str, _: Thresholds) -> bool:
         any(c.islower() for c in body),
         any(c.isdigit() for c in body),
     )
-    return all(classes) and _random_looking(body, 3.5)
+    return all(classes) and random_looking(body, 3.5)
 
 
 def _slack_webhook(secret: str, _: Thresholds) -> bool:
-    return _random_looking(secret.rsplit("/", 1)[-1], 3.0)
+    return random_looking(secret.rsplit("/", 1)[-1], 3.0)
 
 
 def _jwt(secret: str, _: Thresholds) -> bool:
@@ -158,49 +117,6 @@ def _jwt(secret: str, _: Thresholds) -> bool:
     except (binascii.Error, ValueError):  # ValueError covers bad UTF-8 and bad JSON
         return False
     return isinstance(value, dict) and isinstance(value.get("alg"), str)
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-# Runs a name is made of: "Ed25519PrivateKey" -> Ed, 25519, Private, Key.
-_NAME_PIECE = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+|[0-9]+")
-_EMAIL = re.compile(r"[^@]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?")
-_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
-_PATH_START = ("/", "~/", "./", "../")
-_SYMBOLS = frozenset("+/@!#$%^&*~")  # not "_", "-", ".": those join words in identifiers
-# Words that make an assigned value a demo ("secret%3Dpassword"), besides the template markers.
-_DEMO_WORDS = re.compile(r"password|secret|passwd", re.IGNORECASE)
-
-
-def _is_name(value: str) -> bool:
-    """A name in code (``settings.API_TOKEN``, ``ed25519.Ed25519PrivateKey``, ``max_tokens``)
-    rather than a literal: made of a few word-like runs. Generated strings switch between
-    lower case, upper case and digits every two characters or so."""
-    if not _IDENTIFIER.fullmatch(value):
-        return False
-    pieces = _NAME_PIECE.findall(value)
-    return sum(map(len, pieces)) >= 3 * len(pieces)
-
-
-def _generic(value: str, thresholds: Thresholds) -> bool:
-    """A value assigned to ``password``/``token``/... that looks like a real secret."""
-    if len(value) < thresholds.min_length:
-        return False
-    # Hexadecimal carries at most 4 bits a character: it gets its own, lower, threshold.
-    hexadecimal = _HEX.fullmatch(value) is not None
-    limit = thresholds.min_entropy_hex if hexadecimal else thresholds.min_entropy
-    if shannon_entropy(value) < limit:
-        return False
-    if any(p.search(value) for p in (_PLACEHOLDER_WORDS, _DEMO_WORDS, _REPEATED, _ASCENDING)):
-        return False
-    classes = (
-        any(c.islower() for c in value),
-        any(c.isupper() for c in value),
-        any(c.isdigit() for c in value),
-        any(c in _SYMBOLS for c in value),
-    )
-    if sum(classes) < 2 or _is_name(value):
-        return False
-    return not (value.startswith(_PATH_START) or _EMAIL.fullmatch(value))
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -242,39 +158,10 @@ _PEM_LINE = "".join(
         r"[A-Za-z0-9+/=]{64})",
     ]
 )
-_GENERIC_VALUE = r"A-Za-z0-9_+/.@!#$%^&*~-"
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One kind of secret, declared as data.
-
-    A match is ``prefix`` + ``body`` (RE2 syntax, ASCII only). The prefix is the rule's
-    trigger: every match starts with it, so text with no prefix anywhere is never matched
-    further. The secret is the body's capture group when it has one (``password=`` is context,
-    not secret), else the whole match.
-    """
-
-    id: str
-    description: str
-    prefix: str
-    body: str
-    validator: Validator | None = None
-    # The character right after the match must not be one of these (a regex class body):
-    # RE2 has no look-ahead, and a key followed by more key characters is not that key.
-    not_followed_by: str | None = None
-    # Continuation pieces of a long secret, matched from where the previous piece ended:
-    # ``tail_end`` closes the secret (a PEM END line), ``tail`` is one more piece of it. A
-    # piece is the first capture group that took part, if the pattern has groups (what
-    # follows it is look-ahead, left for the next piece), else the whole match.
-    tail: str | None = None
-    tail_end: str | None = None
-    # A value that starts with another selected rule's prefix is left to that rule
-    # (`api_key = sk-proj-...` is an OpenAI key, reported whole by its own rule).
-    defers_to_prefixes: bool = False
-
-
-RULES: tuple[Rule, ...] = (
+# Vendor tokens first: a tie between rules at one place goes to the first listed.
+VENDOR_RULES: tuple[Rule, ...] = (
     Rule(
         "aws_access_key_id",
         "AWS access key id (AKIA... long-term, ASIA... temporary)",
@@ -288,7 +175,7 @@ RULES: tuple[Rule, ...] = (
         r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)[\"']?[ \t]{0,3}"
         r"(?::=|=>|=|:)",
         r"[ \t]{0,3}[\"']?([A-Za-z0-9/+]{40})",
-        lambda secret, _: _random_looking(secret, 4.0),
+        lambda secret, _: random_looking(secret, 4.0),
         not_followed_by=r"A-Za-z0-9/+=",
     ),
     Rule(
@@ -311,7 +198,7 @@ RULES: tuple[Rule, ...] = (
         "Anthropic API key (sk-ant-api03-..., sk-ant-admin01-...)",
         r"\bsk-ant-[a-z]{3,5}[0-9]{2}-",
         r"[A-Za-z0-9_-]{80,120}",
-        lambda secret, _: _random_looking(secret.split("-", 3)[-1], 3.5),
+        lambda secret, _: random_looking(secret.split("-", 3)[-1], 3.5),
         not_followed_by=r"A-Za-z0-9_-",
     ),
     Rule(
@@ -376,20 +263,9 @@ RULES: tuple[Rule, ...] = (
         tail=_PEM_LINE,
         tail_end=_PEM_BREAK + r"-----END " + _PEM_KIND,
     ),
-    Rule(
-        "generic_secret",
-        "A high-entropy value assigned to password, passwd, passphrase, secret, token, api_key, "
-        "access_key, private_key or auth_key (as in code, config, env files, JSON, YAML)",
-        r"(?i:password|passwd|passphrase|secret|token|api[ _-]?key|access[_-]?key|"
-        r"private[_-]?key|auth[_-]?key)[A-Za-z0-9_-]{0,20}[\"']?[ \t]{0,3}(?::=|=>|=|:)",
-        r"[ \t]{0,3}[\"'`]?([" + _GENERIC_VALUE + r"]{1,64})",
-        _generic,
-        # `token = tokenizer.encode(text)`, `password = form["password"]`: code, not a value.
-        not_followed_by=r"(\[",
-        tail=r"[" + _GENERIC_VALUE + r"]{1,64}",
-        defers_to_prefixes=True,
-    ),
 )
+
+RULES: tuple[Rule, ...] = VENDOR_RULES + CONFIG_RULES
 
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 _BY_ID = {rule.id: rule for rule in RULES}
@@ -412,10 +288,12 @@ class SecretsSpec(ShieldSpecBase):
     placeholder: str = Field(default="[SECRET]", max_length=200)
     # Rule id -> placeholder, overriding `placeholder` for that rule.
     placeholders: dict[str, str] = Field(default_factory=dict)
-    # generic_secret only: bits per character a value needs, and its minimum length.
+    # generic_secret: bits per character a value needs, and its minimum length.
     min_entropy: float = Field(default=3.5, ge=0.0, le=8.0)
     min_entropy_hex: float = Field(default=3.0, ge=0.0, le=4.0)
     min_length: int = Field(default=8, ge=1, le=64)
+    # config_password only: the shortest value taken for a password.
+    min_password_length: int = Field(default=6, ge=1, le=64)
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -502,7 +380,9 @@ class SecretsShield(Shield):
     def __init__(self, spec: SecretsSpec) -> None:
         super().__init__(spec)
         self.matches_raw = True  # key formats are case-sensitive: never fold them
-        self._thresholds = Thresholds(spec.min_entropy, spec.min_entropy_hex, spec.min_length)
+        self._thresholds = Thresholds(
+            spec.min_entropy, spec.min_entropy_hex, spec.min_length, spec.min_password_length
+        )
         rules = [_BY_ID[rule_id] for rule_id in spec.selected()]
         # The table order, whatever the order in the policy: it decides ties between rules
         # that match at the same place (Anthropic's "sk-ant-" before OpenAI's "sk-").
@@ -828,6 +708,11 @@ class _SecretsScanner(Scanner):
         validator = rule.rule.validator
         if validator is not None and not validator(secret, shield._thresholds):
             return None
+        judge = rule.rule.judge
+        if judge is not None:
+            context = buf[match[rule.group][0] : secret_start].decode("ascii")
+            if not judge(context, secret, shield._thresholds):
+                return None
         return rule
 
     def _finding(self, rule: _Compiled, start: int, end: int) -> Finding:

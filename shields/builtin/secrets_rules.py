@@ -1,0 +1,153 @@
+"""The rule type of the ``secrets`` shield and the value checks its rules share.
+
+``shields.builtin.secrets`` holds the vendor-token rules and the engine that runs every rule;
+``shields.builtin.secrets_config`` the configuration-credential rules. Both declare rules as
+``Rule`` data and judge a matched value with the checks here, which only ever see one match (a
+few hundred characters at most), so their cost is bounded per match.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = [
+    "ASCENDING",
+    "PLACEHOLDER_WORDS",
+    "REPEATED",
+    "Judge",
+    "Rule",
+    "Thresholds",
+    "Validator",
+    "generic_value",
+    "is_name",
+    "random_looking",
+    "shannon_entropy",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The options that tune the configuration-credential rules."""
+
+    min_entropy: float
+    min_entropy_hex: float
+    min_length: int
+    min_password_length: int = 6
+
+
+Validator = Callable[[str, Thresholds], bool]
+# Judges a value with what came before it in the match (the key, the separator, an opening
+# quote): `password = hunter2` in code names a variable, `password = "hunter2"` does not.
+Judge = Callable[[str, str, Thresholds], bool]
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of ``text`` under its own character frequencies."""
+    if not text:
+        return 0.0
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
+
+
+# The validators below use Python's `re`: they only ever see one matched secret (at most a few
+# hundred characters) and have no nested repetition that could backtrack, so their cost is
+# bounded per match, unlike a policy pattern run over a whole text.
+
+# Words that mark a documented example or a template rather than a credential.
+PLACEHOLDER_WORDS = re.compile(
+    r"example|xxxx|\*\*\*|\.\.\.|your|change|placeholder|redacted|dummy|sample|insert|replace",
+    re.IGNORECASE,
+)
+REPEATED = re.compile(r"(.)\1{5}")  # "aaaaaa", "000000": typed by hand, not generated
+# A real generated token almost never holds six consecutive ascending characters.
+ASCENDING = re.compile(
+    r"012345|123456|234567|345678|456789|abcdef|bcdefg|cdefgh|ABCDEF|BCDEFG|CDEFGH", re.IGNORECASE
+)
+
+
+def random_looking(body: str, min_bits: float) -> bool:
+    """``body`` looks machine-generated: varied characters, no template markers."""
+    return (
+        shannon_entropy(body) >= min_bits
+        and PLACEHOLDER_WORDS.search(body) is None
+        and REPEATED.search(body) is None
+        and ASCENDING.search(body) is None
+    )
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Runs a name is made of: "Ed25519PrivateKey" -> Ed, 25519, Private, Key.
+_NAME_PIECE = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+|[0-9]+")
+_EMAIL = re.compile(r"[^@]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_PATH_START = ("/", "~/", "./", "../")
+_SYMBOLS = frozenset("+/@!#$%^&*~")  # not "_", "-", ".": those join words in identifiers
+# Words that make an assigned value a demo ("secret%3Dpassword"), besides the template markers.
+_DEMO_WORDS = re.compile(r"password|secret|passwd", re.IGNORECASE)
+
+
+def is_name(value: str) -> bool:
+    """A name in code (``settings.API_TOKEN``, ``ed25519.Ed25519PrivateKey``, ``max_tokens``)
+    rather than a literal: made of a few word-like runs. Generated strings switch between
+    lower case, upper case and digits every two characters or so."""
+    if not _IDENTIFIER.fullmatch(value):
+        return False
+    pieces = _NAME_PIECE.findall(value)
+    return sum(map(len, pieces)) >= 3 * len(pieces)
+
+
+def generic_value(value: str, thresholds: Thresholds) -> bool:
+    """A value assigned to ``password``/``token``/... that looks like a real secret."""
+    if len(value) < thresholds.min_length:
+        return False
+    # Hexadecimal carries at most 4 bits a character: it gets its own, lower, threshold.
+    hexadecimal = _HEX.fullmatch(value) is not None
+    limit = thresholds.min_entropy_hex if hexadecimal else thresholds.min_entropy
+    if shannon_entropy(value) < limit:
+        return False
+    if any(p.search(value) for p in (PLACEHOLDER_WORDS, _DEMO_WORDS, REPEATED, ASCENDING)):
+        return False
+    classes = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+        any(c in _SYMBOLS for c in value),
+    )
+    if sum(classes) < 2 or is_name(value):
+        return False
+    return not (value.startswith(_PATH_START) or _EMAIL.fullmatch(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One kind of secret, declared as data.
+
+    A match is ``prefix`` + ``body`` (RE2 syntax, ASCII only). The prefix is the rule's
+    trigger: every match starts with it, so text with no prefix anywhere is never matched
+    further. The secret is the body's capture group when it has one (``password=`` is context,
+    not secret), else the whole match.
+    """
+
+    id: str
+    description: str
+    prefix: str
+    body: str
+    validator: Validator | None = None
+    # The character right after the match must not be one of these (a regex class body):
+    # RE2 has no look-ahead, and a key followed by more key characters is not that key.
+    not_followed_by: str | None = None
+    # Continuation pieces of a long secret, matched from where the previous piece ended:
+    # ``tail_end`` closes the secret (a PEM END line), ``tail`` is one more piece of it. A
+    # piece is the first capture group that took part, if the pattern has groups (what
+    # follows it is look-ahead, left for the next piece), else the whole match.
+    tail: str | None = None
+    tail_end: str | None = None
+    # A value that starts with another selected rule's prefix is left to that rule
+    # (`api_key = sk-proj-...` is an OpenAI key, reported whole by its own rule).
+    defers_to_prefixes: bool = False
+    # Instead of ``validator``: judges (text of the match before the secret, secret).
+    judge: Judge | None = None
