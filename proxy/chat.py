@@ -280,7 +280,13 @@ async def check_json_reply(
             error = web.Response(body=reported, status=502, content_type="application/json")
             return CheckedReply(completion, False, False, error)
         started = time.perf_counter()
-        check = check_reply(policy, completion, n=chat.n, fingerprint=fingerprint_for(request))
+        check = check_reply(
+            policy,
+            completion,
+            n=chat.n,
+            tools=chat.tool_names,
+            fingerprint=fingerprint_for(request),
+        )
         metrics.child(metrics.stage_seconds, "output").observe(time.perf_counter() - started)
         record_findings(request, Stage.OUTPUT, check.findings)
         blocked, redacted = check.blocked, check.redacted
@@ -340,11 +346,13 @@ async def _relay_stream(
     guard = StreamGuard(
         policy,
         context,
+        on_held=request.app[METRICS].held_chars.observe,
         on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
         fingerprint=fingerprint_for(request),
         remote=remote_context(request, policy, conversation_of(chat))
         if policy.output_remote
         else None,
+        tools=chat.tool_names,
     )
     metrics = request.app[METRICS]
     response = web.StreamResponse(status=reply.status, headers=response_headers(reply.headers))

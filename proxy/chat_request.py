@@ -4,6 +4,17 @@ Requests are hostile input: every shape problem becomes a 400 that says what is 
 place text can hide (message content, content parts, refusals, assistant tool-call arguments) is
 handed to the input shields. A content part whose type the proxy does not know is refused rather
 than forwarded unchecked.
+
+The prompt is more than ``messages``: a chat template also renders the tool definitions, the
+response schema and backend extras (vLLM's ``documents``, ``chat_template``...). Every top-level
+key is therefore either a parameter that carries no prompt text (``_PARAMETERS``), a field whose
+text the shields read with the role it has in the prompt (``REQUEST_TEXTS``), or a 400 naming
+it; the same holds for the keys of a message (``_MESSAGE_KEYS``).
+
+The body is forwarded as the client sent it, and a Go server (Ollama) matches keys to fields
+ignoring case, keeping the last: ``"Content"`` beside ``"content"`` is the text it uses. So at
+every level where the proxy reads named fields, a key that Go would fold onto one of them
+(``json_codec.go_fold``) and that is not exactly that name is a 400.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from shields.scan import TextScan, check_request, merge_redactions, redact, scan
 
 __all__ = [
     "PART_SEPARATOR",
+    "REQUEST_TEXTS",
     "ChatRequest",
     "InputCheck",
     "check_input",
@@ -32,6 +44,99 @@ __all__ = [
 ]
 
 _ROLES = {role.value: role for role in Role}
+
+# Top-level parameters that put no text into the prompt: sampling and length settings, output
+# constraints (``stop``, ``grammar``, ``guided_*``, ``json_schema``: they shape what the model
+# may write, which the output shields check, and no template renders them), routing and
+# bookkeeping (``user``, ``metadata``, ``store``: kept by the server, never shown to the model).
+# OpenAI's, then vLLM's, llama.cpp's and llama-cpp-python's, then OpenRouter's.
+_PARAMETERS = frozenset(
+    {
+        "model", "stream", "stream_options", "n", "temperature", "top_p", "max_tokens",
+        "max_completion_tokens", "seed", "stop", "logprobs", "top_logprobs", "logit_bias",
+        "presence_penalty", "frequency_penalty", "user", "metadata", "store",
+        "parallel_tool_calls", "tool_choice", "function_call", "service_tier",
+        "reasoning_effort", "modalities", "audio", "verbosity", "prompt_cache_key",
+        "safety_identifier",
+        "top_k", "min_p", "typical_p", "repetition_penalty", "length_penalty", "min_tokens",
+        "ignore_eos", "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens",
+        "spaces_between_special_tokens", "best_of", "use_beam_search",
+        "truncate_prompt_tokens", "add_generation_prompt", "continue_final_message", "echo",
+        "add_special_tokens", "priority", "guided_json", "guided_regex", "guided_choice",
+        "guided_grammar", "guided_decoding_backend", "guided_whitespace_pattern",
+        "structured_outputs", "return_tokens_as_token_ids", "prompt_logprobs",
+        "repeat_penalty", "repeat_last_n", "penalty_last_n", "mirostat", "mirostat_mode",
+        "mirostat_tau", "mirostat_eta", "tfs_z", "dynatemp_range", "dynatemp_exponent",
+        "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base", "dry_allowed_length",
+        "dry_penalty_last_n", "top_n_sigma", "n_predict", "n_keep", "n_probs", "cache_prompt",
+        "id_slot", "samplers", "grammar", "json_schema", "logit_bias_type",
+        "reasoning_format", "timings_per_token", "post_sampling_probs", "return_tokens",
+        "reasoning",
+    }
+)  # fmt: skip
+# Top-level fields a chat template renders into the prompt, and the role their text has there:
+# tool definitions, the response schema and the template itself (with its variables) are the
+# application's instructions, as a system prompt is; vLLM's RAG ``documents`` are retrieved
+# text, as a tool's result is; a ``prediction`` is text the client wrote. JSON values are
+# checked as the JSON a template prints (``tools | tojson``), escapes read as what they stand
+# for; a redaction in one rewrites the forwarded body.
+REQUEST_TEXTS: dict[str, Role] = {
+    "tools": Role.SYSTEM,
+    "functions": Role.SYSTEM,
+    "response_format": Role.SYSTEM,
+    "chat_template": Role.SYSTEM,
+    "chat_template_kwargs": Role.SYSTEM,
+    "documents": Role.TOOL,
+    "prediction": Role.USER,
+}
+
+
+class _Keys:
+    """The field names the proxy reads in one kind of object, and their Go-folded forms."""
+
+    __slots__ = ("folded", "known")
+
+    def __init__(self, *known: str) -> None:
+        self.known = frozenset(known)
+        self.folded = frozenset(json_codec.go_fold(name) for name in known)
+
+    def check(self, obj: dict[str, Any], where: str, *, closed: bool = False) -> None:
+        """400 for a key that folds onto a field name without being it; with ``closed``, for
+        any key that is not a field name."""
+        known = self.known
+        for key in obj:
+            if key in known:
+                continue  # nearly every key: one set lookup
+            shown = key if len(key) <= 64 else key[:64] + "..."
+            if json_codec.go_fold(key) in self.folded:
+                raise BadRequest(
+                    f"{where} has the key {shown!r}, which differs from a field name only in "
+                    "letter case: servers that match keys ignoring case would read it as that "
+                    "field, unchecked",
+                    param=where,
+                )
+            if closed:
+                at = f"{where}.{shown}" if where else shown
+                raise BadRequest(
+                    f"Unknown parameter: '{at}'. shieldgate forwards only fields it knows "
+                    "carry no unchecked text",
+                    param=at,
+                    code="unknown_parameter",
+                )
+
+
+_TOP_LEVEL = _Keys("messages", *_PARAMETERS, *REQUEST_TEXTS)
+_MESSAGE_KEYS = _Keys(
+    "role", "content", "name", "refusal", "reasoning_content", "reasoning", "thinking",
+    "reasoning_details", "tool_calls", "function_call", "tool_call_id", "audio", "prefix",
+    "partial",
+)  # fmt: skip
+_PART_KEYS = _Keys("type", "text", "refusal", "image_url", "input_audio", "file")
+_CALL_KEYS = _Keys("id", "type", "function", "custom", "index")
+_FUNCTION_KEYS = _Keys("name", "arguments", "input")
+_DETAIL_KEYS = _Keys("type", "text", "summary", "data", "format", "id", "index")
+_TOOL_KEYS = _Keys("type", "function", "custom")
+_TOOL_DEFINITION_KEYS = _Keys("name", "description", "parameters", "strict", "format")
 # Content part types that carry no text a shield could read (images, audio, files).
 _OPAQUE_PART_TYPES = frozenset({"image_url", "input_audio", "file", "input_image", "audio"})
 # Joins the text parts of one message, so a phrase split over two parts is still one phrase.
@@ -62,6 +167,8 @@ class ChatRequest:
     n: int
     include_usage: bool
     texts: list[MessageText]
+    # The tool names the request declares (``tools``, legacy ``functions``); None: no tools.
+    tool_names: frozenset[str] | None = None
 
 
 def request_object(raw: bytes, *, allow_nan: bool) -> dict[str, Any]:
@@ -87,6 +194,7 @@ def request_object(raw: bytes, *, allow_nan: bool) -> dict[str, Any]:
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
     body = request_object(raw, allow_nan=False)
+    _TOP_LEVEL.check(body, "", closed=True)
     messages = body.get("messages")
     if messages is None:
         raise BadRequest("Missing required parameter: 'messages'", param="messages")
@@ -107,7 +215,8 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     if options is not None and not isinstance(options, dict):
         raise BadRequest("'stream_options' must be an object", param="stream_options")
     include_usage = bool(options and options.get("include_usage"))
-    texts: list[MessageText] = []
+    # The request's own texts first: templates put tool definitions before the conversation.
+    texts = _request_texts(body)
     for i, message in enumerate(messages):
         texts.extend(_message_texts(message, i))
     return ChatRequest(
@@ -117,13 +226,64 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         n=n,
         include_usage=include_usage,
         texts=texts,
+        tool_names=_declared_tools(body),
     )
+
+
+def _request_texts(body: dict[str, Any]) -> list[MessageText]:
+    """The fields beside ``messages`` that a template renders (``REQUEST_TEXTS``), each one
+    text of its role. They are numbered below the messages (-1, -2, ...): ``conversation_of``
+    shows each as a turn of its own, before the messages."""
+    texts: list[MessageText] = []
+    for key, role in REQUEST_TEXTS.items():
+        value = body.get(key)
+        if value is None:
+            continue
+        index = -1 - len(texts)
+        if isinstance(value, str):
+            texts.append(MessageText(role, index, [TextField((key,), body, key, value)]))
+        else:
+            text = serialize_arguments(value)
+            field = TextField((key,), body, key, text, json_object=True)
+            texts.append(MessageText(role, index, [field], json_text=True))
+    return texts
+
+
+def _declared_tools(body: dict[str, Any]) -> frozenset[str] | None:
+    """The names of the request's ``tools`` and ``functions``: what a reply may call."""
+    if body.get("tools") is None and body.get("functions") is None:
+        return None
+    names: set[str] = set()
+    for key in ("tools", "functions"):
+        tools = body.get(key)
+        if tools is None:
+            continue
+        if not isinstance(tools, list):
+            raise BadRequest(f"'{key}' must be a list", param=key)
+        for j, tool in enumerate(tools):
+            at = f"{key}[{j}]"
+            if not isinstance(tool, dict):
+                raise BadRequest(f"{at} must be an object", param=at)
+            definitions: list[Any]
+            if key == "functions":
+                definitions = [tool]
+            else:
+                _TOOL_KEYS.check(tool, at)
+                definitions = [tool.get("function"), tool.get("custom")]
+            for definition in definitions:
+                if isinstance(definition, dict):
+                    _TOOL_DEFINITION_KEYS.check(definition, at)
+                    name = definition.get("name")
+                    if isinstance(name, str):
+                        names.add(name)
+    return frozenset(names)
 
 
 def _message_texts(message: Any, i: int) -> list[MessageText]:
     where = f"messages[{i}]"
     if not isinstance(message, dict):
         raise BadRequest(f"{where} must be an object", param=where)
+    _MESSAGE_KEYS.check(message, where, closed=True)
     # Only a string may be looked up: a list or an object as the role is unhashable.
     value = message.get("role")
     role = _ROLES.get(value) if isinstance(value, str) else None
@@ -135,8 +295,11 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
     content = MessageText(role, i)
     # Reasoning sent back with an assistant turn is text too: some chat templates show it to
     # the model again, and OpenRouter asks for its reasoning_details back. So is a participant's
-    # ``name``, which templates write into the prompt.
-    for key in ("content", "refusal", "reasoning_content", "reasoning", "thinking", "name"):
+    # ``name``, which templates write into the prompt, and a tool result's ``tool_call_id``,
+    # which some (Mistral's) write too.
+    for key in (
+        "content", "refusal", "reasoning_content", "reasoning", "thinking", "name", "tool_call_id"
+    ):  # fmt: skip
         value = message.get(key)
         if value is None:
             continue
@@ -163,18 +326,41 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
     if tool_calls is not None:
         if not isinstance(tool_calls, list):
             raise BadRequest(f"{where}.tool_calls must be a list", param=f"{where}.tool_calls")
+        names = MessageText(role, i)
         for j, call in enumerate(tool_calls):
             at = f"{where}.tool_calls[{j}]"
+            if isinstance(call, dict):
+                _CALL_KEYS.check(call, at)
+                _identifier(call, "id", at, names)
             custom = call.get("custom") if isinstance(call, dict) else None
             if custom is not None:
                 texts.append(_custom_input(custom, at, role, i, j))
+                _identifier(custom, "name", f"{at}.custom", names)
                 if "function" not in call:
                     continue
             texts.append(_arguments(call, at, role, i, (i, "tool", j)))
+            # ``_arguments`` accepted it: the call's ``function``, or a call without one.
+            _identifier(call.get("function", call), "name", f"{at}.function", names)
+        texts.append(names)
     if message.get("function_call") is not None:
         function_call = message["function_call"]
-        texts.append(_arguments(function_call, f"{where}.function_call", role, i, (i,)))
+        at = f"{where}.function_call"
+        texts.append(_arguments(function_call, at, role, i, (i,)))
+        names = MessageText(role, i)
+        _identifier(function_call, "name", at, names)
+        texts.append(names)
     return texts
+
+
+def _identifier(holder: dict[str, Any], key: str, where: str, names: MessageText) -> None:
+    """A call's ``id`` or ``name`` in an assistant turn: templates print both back to the
+    model (``<tool_call>{"name": ...}``), so they are text of the turn too."""
+    value = holder.get(key)
+    if isinstance(value, str):
+        if value:
+            names.fields.append(TextField((names.message_index, where, key), holder, key, value))
+    elif value is not None:
+        raise BadRequest(f"{where}.{key} must be a string", param=f"{where}.{key}")
 
 
 def _parts(parts: list[Any], where: str, content: MessageText) -> None:
@@ -182,6 +368,7 @@ def _parts(parts: list[Any], where: str, content: MessageText) -> None:
         at = f"{where}.content[{j}]"
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             raise BadRequest(f"{at} must be an object with a 'type'", param=at)
+        _PART_KEYS.check(part, at)
         kind = part["type"]
         if kind in ("text", "refusal"):
             value = part.get(kind)
@@ -199,6 +386,7 @@ def _reasoning_details(details: Any, where: str, content: MessageText) -> None:
     for j, item in enumerate(details):
         if not isinstance(item, dict):
             raise BadRequest(f"{where}[{j}] must be an object", param=f"{where}[{j}]")
+        _DETAIL_KEYS.check(item, f"{where}[{j}]")
         for key in ("text", "summary"):
             value = item.get(key)
             if isinstance(value, str):
@@ -212,6 +400,7 @@ def _custom_input(custom: Any, where: str, role: Role, index: int, j: int) -> Me
     text = MessageText(role, index)
     if not isinstance(custom, dict):
         raise BadRequest(f"{where}.custom must be an object", param=f"{where}.custom")
+    _FUNCTION_KEYS.check(custom, f"{where}.custom")
     value = custom.get("input")
     if isinstance(value, str):
         text.fields.append(TextField((index, "custom", j), custom, "input", value))
@@ -227,6 +416,7 @@ def _arguments(
     function = call.get("function", call) if isinstance(call, dict) else None
     if not isinstance(function, dict):
         raise BadRequest(f"{where} must be an object", param=where)
+    _FUNCTION_KEYS.check(function, where)
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         text.fields.append(TextField(channel, function, "arguments", arguments))

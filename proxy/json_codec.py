@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_DEPTH", "DuplicateKey", "InvalidJSON", "dumps", "loads"]
+__all__ = ["MAX_DEPTH", "DuplicateKey", "InvalidJSON", "dumps", "go_fold", "loads"]
 
 # Arrays and objects nested in one another, at most: what orjson writes (255 levels raise
 # "Recursion limit reached"). No request or reply of the APIs served needs a tenth of it.
@@ -147,6 +147,36 @@ def _depth(value: Any) -> int:
                 break  # deep enough to refuse: the rest does not matter
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return deepest
+
+
+def go_fold(key: str) -> str:
+    """``key`` as Go's ``encoding/json`` compares it with a struct's field names.
+
+    Go (Ollama's OpenAI endpoint among others) matches object keys to fields ignoring case and
+    keeps the last key that matches: ``"Content"`` or ``"ſtream"`` (long s) or
+    ``"\u212aind"`` (KELVIN SIGN) set the field ``content``, ``stream`` or ``kind``. Its
+    ``foldName`` folds ASCII to upper case and any other character to the smallest one of its
+    simple case-folding orbit; two keys Go takes for one field fold to the same string here.
+    """
+    if key.isascii():
+        return key.upper()  # the fast path: what nearly every key is
+    return "".join(_fold_char(char) for char in key)
+
+
+def _fold_char(char: str) -> str:
+    if char < "\x80":
+        return char.upper()
+    # The orbit of ``char`` under simple case mappings, two steps out: enough for the orbits
+    # that reach ASCII (K/k/KELVIN SIGN, S/s/LONG S), which are all a field name can match.
+    orbit = {char}
+    for _ in range(2):
+        for known in list(orbit):
+            for mapped in (known.lower(), known.upper(), known.casefold()):
+                if len(mapped) == 1:
+                    orbit.add(mapped)
+    # The Turkic dotted and dotless i fold only to themselves in Go (its ``caseOrbit``), where
+    # Python's mappings reach I and i.
+    return char if char in ("\u0130", "\u0131") else min(orbit)
 
 
 def dumps(value: Any) -> bytes:

@@ -21,6 +21,13 @@ split across stream deltas is checked joined:
   both read. The legacy ``function_call.arguments`` is on ``(choice, "function_call")``.
   Channels whose second element is ``"tool_calls"`` or ``"function_call"`` hold JSON text:
   nothing else may use those names.
+- tool-call names: ``function.name`` and ``custom.name`` of each call, and the legacy
+  ``function_call.name`` (``NAME_CHANNELS``). A client dispatches on them and an agent
+  framework shows them to its model again, so they are output text too. In a whole reply they
+  are read here, each on a channel of its own; in a stream a name comes whole in the first
+  delta of its call (llama.cpp repeats it in every delta), so the guard checks it whole as it
+  arrives (``StreamIndices.names``) rather than as a channel that never ends. When the request
+  declared tools, a name that is not one of them is a reply no client can act on safely.
 
 Any of these in a shape other than the documented one raises :class:`MalformedReply`.
 
@@ -46,6 +53,7 @@ from typing import Any
 
 __all__ = [
     "MAX_TOOL_CALLS",
+    "NAME_CHANNELS",
     "READERS",
     "TEXT_KEYS",
     "MalformedReply",
@@ -71,6 +79,12 @@ READERS = TEXT_KEYS | {"tool_calls", "function_call", "audio", "reasoning_detail
 _MISPLACED = {False: ("delta", "text"), True: ("message", "text")}
 
 
+# The second element of the channels that hold a tool call's name (whole replies only).
+NAME_CHANNELS = frozenset({"tool_name", "custom_tool_name", "function_call_name"})
+# How long a streamed name may grow by pieces (a hostile upstream sending a new piece per
+# delta): each piece has the whole name checked again, so this bounds that cost.
+_MAX_NAME_CHARS = 4096
+
 # Tool calls one choice of a stream may open (indices 0 to 127): OpenAI accepts at most 128
 # tools in a request, and every call opens channels with scanners of their own.
 MAX_TOOL_CALLS = 128
@@ -89,12 +103,15 @@ class StreamIndices:
     guard's channels (see the module's docstring).
     """
 
-    __slots__ = ("_calls", "choices", "n")
+    __slots__ = ("_calls", "_names", "choices", "n", "tools")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, tools: frozenset[str] | None = None) -> None:
         self.n = n  # the choices the request asked for
+        self.tools = tools  # the tool names the request declared, if it declared any
         self.choices = 0
         self._calls: dict[int, int] = {}  # choice index -> tool-call indices open
+        # (choice, kind, call index) -> (the last piece of its name, the name so far)
+        self._names: dict[tuple[int, str, int], tuple[str, str]] = {}
 
     def open_choice(self, index: Any) -> None:
         """A choice index not open yet: accepted only as the next one, below ``n``."""
@@ -116,6 +133,44 @@ class StreamIndices:
         if index != opened:
             raise MalformedReply("a tool call's `index` skips one that has not come yet")
         self._calls[choice] = index + 1
+
+    def names(self, key: str, value: Any, choice: int) -> list[str]:
+        """The tool-call names in a delta's ``tool_calls`` or ``function_call`` (``key``) that
+        are new text, each as the whole name the client now holds; read after ``reply_fields``
+        has accepted the same value (its shape and indices).
+
+        A name repeated as it was (llama.cpp sends it in every delta) is no new text. A piece
+        that differs is appended, as the SDK's stream accumulator appends it. Raises
+        MalformedReply for a name the request's ``tools`` do not declare (a name that changes
+        mid-call cannot be a declared one either).
+        """
+        found: list[str] = []
+        if key == "function_call":
+            self._name(value.get("name") if type(value) is dict else None, (choice, key, 0), found)
+            return found
+        for call in value:
+            index = call["index"]
+            for kind, holder in (("tool_name", "function"), ("custom_tool_name", "custom")):
+                part = call.get(holder)
+                if type(part) is dict:
+                    self._name(part.get("name"), (choice, kind, index), found)
+        return found
+
+    def _name(self, name: Any, key: tuple[int, str, int], found: list[str]) -> None:
+        if name is None or name == "":
+            return
+        if type(name) is not str:
+            raise MalformedReply("a tool call's `name` is not a string")
+        last, whole = self._names.get(key, ("", ""))
+        if name == last:
+            return
+        whole += name
+        if self.tools is not None and (last or whole not in self.tools):
+            raise MalformedReply("the upstream called a tool the request did not declare")
+        if len(whole) > _MAX_NAME_CHARS:
+            raise MalformedReply("a tool call's `name` is too long")
+        self._names[key] = (name, whole)
+        found.append(whole)
 
 
 def check_choice_index(choice: dict[str, Any], count: int) -> None:
@@ -208,6 +263,8 @@ def reply_fields(
             yield from _reasoning_details(value, choice_index)
         else:  # function_call
             yield from _arguments(value, (choice_index, "function_call"))
+            if not stream:
+                yield from _name(value, (choice_index, "function_call_name"))
 
 
 def _tool_calls(
@@ -245,6 +302,9 @@ def _tool_calls(
         yield from _arguments(call.get("function"), (choice_index, "tool_calls", index))
         # Free text, not JSON: its own channel, never "tool_calls" (read as JSON text).
         yield from _custom_input(call.get("custom"), (choice_index, "custom_tool_calls", index))
+        if not stream:  # a stream's names are the guard's (``StreamIndices.names``)
+            yield from _name(call.get("function"), (choice_index, "tool_name", index))
+            yield from _name(call.get("custom"), (choice_index, "custom_tool_name", index))
 
 
 def _custom_input(custom: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
@@ -326,3 +386,16 @@ def _arguments(function: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
         )
     else:
         raise MalformedReply("a tool call's `arguments` is neither a string nor an object")
+
+
+def _name(holder: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
+    """A tool call's ``name`` (in a ``function`` or ``custom`` object whose shape the
+    arguments' or input's reader has accepted)."""
+    if type(holder) is not dict:
+        return
+    name = holder.get("name")
+    if isinstance(name, str):
+        if name:
+            yield TextField(channel, holder, "name", name)
+    elif name is not None:
+        raise MalformedReply("a tool call's `name` is not a string")

@@ -1,27 +1,40 @@
 """Remote shields on whole texts: the request (input stage) and a non-stream reply.
 
 They run after the local shields of the same stage (``shields.pipeline``): only when nothing
-local blocked, on the text as the local shields left it. At the input stage each remote shield
-judges the latest message whose role it applies to, with the conversation up to it as context;
-at the output stage each text of the reply (content, reasoning, tool-call arguments) is judged
-as the assistant's turn after the request's conversation.
+local blocked, on the text as the local shields left it.
+
+Input: a judge must see every text the model will see — system and developer messages, the
+request's tool definitions and other rendered fields (``chat_request.REQUEST_TEXTS``), a
+trailing system message — except what its ``roles`` leave out. Each remote shield is shown the
+messages its roles cover, in order (and the assistant's turns as context), and judges them as
+turns: a run of consecutive covered messages on one side (the assistant's, or everyone else's:
+system, developer, user and tool text are all input to the model, as a guard model's user
+turn) is one judged text, with what it is shown up to the run's end as the conversation. A
+conversation sent again with one more turn asks only about what is new: earlier turns are in
+the shield's verdict cache.
+
+Output: each text of the reply that a client reads as one — a channel, as the local shields
+and the stream guard read it: a choice's content parts joined, its ``reasoning_details`` items
+joined, each tool call's arguments — is judged as the assistant's turn after the request's
+conversation. Tool-call names are the local shields' (``reply_check.is_name``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from proxy.chat_request import PART_SEPARATOR, ChatRequest, InputCheck, conversation_of
-from proxy.openai_texts import MalformedReply, TextField, reply_fields
-from proxy.reply_check import ReplyCheck, withhold_side_channels
+from proxy.openai_texts import MalformedReply, TextField, joined_text, reply_fields
+from proxy.reply_check import ReplyCheck, is_name, withhold_side_channels
 from proxy.stream_checks import RemoteContext
-from shields.base import Action, Finding, Stage
-from shields.pipeline import blocks, latest_message, run_remote
+from shields.base import Action, Finding, Role, Stage
+from shields.pipeline import blocks, run_remote
 from shields.policy import CompiledPolicy
 from shields.remote import JudgeRequest, RemoteShield
 from shields.scan import merge_redactions, redact
 
-__all__ = ["check_input_remote", "check_reply_remote"]
+__all__ = ["check_input_remote", "check_reply_remote", "judged_turns"]
 
 
 async def check_input_remote(
@@ -31,25 +44,50 @@ async def check_input_remote(
     conversation = conversation_of(chat)
     fields = _fields_by_message(chat)
     checks: list[tuple[RemoteShield, JudgeRequest]] = []
-    judged: list[int] = []
+    judged: list[list[int]] = []
     for shield in shields:
-        latest = latest_message(shield, conversation)
-        if latest is None:
-            continue
-        text = conversation[latest][1]
-        checks.append(
-            (
-                shield,
-                JudgeRequest(Stage.INPUT, text, tuple(conversation[: latest + 1]), policy.name),
-            )
-        )
-        judged.append(latest)
+        for turn, context in judged_turns(shield, conversation):
+            text = PART_SEPARATOR.join(conversation[index][1] for index in turn)
+            checks.append((shield, JudgeRequest(Stage.INPUT, text, context, policy.name)))
+            judged.append(turn)
     results, findings, blocked = await _run(policy, checks, remote)
     redacted = False
     if policy.enforcing and not blocked:
-        for index, found in zip(judged, results, strict=True):
-            redacted |= _rewrite(fields[index], found)
+        for turn, found in zip(judged, results, strict=True):
+            turn_fields = [field for index in turn for field in fields[index]]
+            redacted |= _rewrite(turn_fields, found, PART_SEPARATOR)
     return InputCheck(findings, blocked, redacted)
+
+
+def judged_turns(
+    shield: RemoteShield, conversation: Sequence[tuple[Role, str]]
+) -> list[tuple[list[int], tuple[tuple[Role, str], ...]]]:
+    """What ``shield`` judges at the input stage: each run of consecutive non-empty messages
+    its roles cover and on one side (assistant, or not), as their indices in ``conversation``,
+    with the conversation it is shown up to the run's end: the covered messages, and the
+    assistant's turns as context (a guard model reads a user turn as the answer to the turn
+    before it; they are never part of a judged user turn)."""
+    turns: list[tuple[list[int], tuple[tuple[Role, str], ...]]] = []
+    shown: list[tuple[Role, str]] = []
+    run: list[int] = []
+    side: bool | None = None  # the run's side: True for the assistant's
+    for index, (role, text) in enumerate(conversation):
+        if not text:
+            continue  # nothing for a judge to see; it does not part two turns either
+        assistant = role is Role.ASSISTANT
+        if not shield.applies_to(role):
+            if assistant:
+                shown.append((role, text))
+            side = None  # what the shield does not judge parts the turns around it
+            continue
+        shown.append((role, text))
+        if side is not assistant:
+            run = []
+            turns.append((run, ()))
+            side = assistant
+        run.append(index)
+        turns[-1] = (run, tuple(shown))
+    return turns
 
 
 async def check_reply_remote(
@@ -62,28 +100,33 @@ async def check_reply_remote(
         return ReplyCheck([], False, False)
     if not isinstance(choices, list):
         raise MalformedReply("`choices` is not a list")
-    texts: list[TextField] = []
+    # One text per channel, joined as the client (and the Responses translation) joins it.
+    channels: dict[tuple[Any, ...], list[TextField]] = {}
     for position, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise MalformedReply("a choice is not an object")
-        texts += [f for f in reply_fields(choice.get("message"), position, stream=False) if f.text]
+        for field in reply_fields(choice.get("message"), position, stream=False):
+            if field.text and not is_name(field.channel):
+                channels.setdefault(field.channel, []).append(field)
+    texts = list(channels.items())
     checks = [
-        (shield, JudgeRequest(Stage.OUTPUT, field.text, remote.conversation, policy.name))
-        for field in texts
+        (
+            shield,
+            JudgeRequest(Stage.OUTPUT, joined_text(fields)[0], remote.conversation, policy.name),
+        )
+        for _, fields in texts
         for shield in shields
     ]
     results, findings, blocked = await _run(policy, checks, remote)
     redacted = False
     if policy.enforcing and not blocked:
-        for k, field in enumerate(texts):
-            per_field = results[k * len(shields) : (k + 1) * len(shields)]
-            if _rewrite([field], [f for found in per_field for f in found]):
+        for k, (channel, fields) in enumerate(texts):
+            per_channel = results[k * len(shields) : (k + 1) * len(shields)]
+            if _rewrite(fields, [f for found in per_channel for f in found], ""):
                 redacted = True
                 # Its logprobs (and audio, for a transcript) would still say what was redacted.
-                choice = choices[field.channel[0]]
-                withhold_side_channels(
-                    choice, choice.get("message"), audio=field.channel[1] == "audio"
-                )
+                choice = choices[channel[0]]
+                withhold_side_channels(choice, choice.get("message"), audio=channel[1] == "audio")
     return ReplyCheck(findings, blocked, redacted)
 
 
@@ -112,8 +155,9 @@ def _fields_by_message(chat: ChatRequest) -> list[list[TextField]]:
     return list(fields.values())
 
 
-def _rewrite(fields: list[TextField], findings: list[Finding]) -> bool:
-    """Applies whole-text redactions to the fields that make up one judged text."""
+def _rewrite(fields: list[TextField], findings: list[Finding], separator: str) -> bool:
+    """Applies whole-text redactions to the fields that make up one judged text (joined by
+    ``separator``)."""
     spans = merge_redactions(f for f in findings if f.action is Action.REDACT and not f.monitor)
     if not spans:
         return False
@@ -121,5 +165,5 @@ def _rewrite(fields: list[TextField], findings: list[Finding]) -> bool:
     for field in fields:
         text = field.text
         field.write(redact(text, offset, spans))
-        offset += len(text) + len(PART_SEPARATOR)
+        offset += len(text) + len(separator)
     return True

@@ -1,10 +1,11 @@
 """The output stage for a whole (non-stream) chat completion.
 
-Each choice's content, reasoning, refusal and tool-call arguments is checked on its own text
-before any byte of the reply is sent; redactions are written back into the JSON. A choice whose
-text a redaction changed also loses what repeats its text outside the text fields
-(``withhold_side_channels``): its ``logprobs``, and its ``audio.data`` when the transcript was
-redacted.
+Each choice's content, reasoning, refusal, tool-call arguments and tool-call names is checked
+on its own text before any byte of the reply is sent; redactions are written back into the
+JSON (a redaction in a tool call's name blocks instead: a renamed call is no tool the client
+has). A choice whose text a redaction changed also loses what repeats its text outside the
+text fields (``withhold_side_channels``): its ``logprobs``, and its ``audio.data`` when the
+transcript was redacted.
 
 An upstream error body (``check_error_body``) is upstream text in every string it holds: the
 message, ``type``, ``code`` and ``param``, whatever a router nests (``metadata.raw``), sibling
@@ -20,6 +21,7 @@ from typing import Any
 from proxy import json_codec
 from proxy.errors import error_body
 from proxy.openai_texts import (
+    NAME_CHANNELS,
     MalformedReply,
     TextField,
     check_choice_index,
@@ -36,6 +38,8 @@ __all__ = [
     "ReplyCheck",
     "check_error_body",
     "check_reply",
+    "is_name",
+    "name_shields",
     "reported_error",
     "withhold_side_channels",
 ]
@@ -61,17 +65,36 @@ def is_json_text(channel: tuple[Any, ...]) -> bool:
     return len(channel) > 1 and channel[1] in JSON_TEXT_CHANNELS
 
 
+def is_name(channel: tuple[Any, ...]) -> bool:
+    """A tool call's name: checked like other text, but never rewritten (a redaction in it
+    blocks, since a renamed call is no tool the client has)."""
+    return len(channel) > 1 and channel[1] in NAME_CHANNELS
+
+
+# Shield types that do not read names: ``length`` limits the size of an answer's texts, and a
+# name is an identifier the client's own tools bound (OpenAI allows 64 characters).
+_NOT_FOR_NAMES = frozenset({"length"})
+
+
+def name_shields(shields: Sequence[Shield]) -> list[Shield]:
+    """The shields that check tool-call names."""
+    return [shield for shield in shields if shield.type_name not in _NOT_FOR_NAMES]
+
+
 def check_reply(
     policy: CompiledPolicy,
     completion: dict[str, Any],
     *,
     n: int | None = None,
+    tools: frozenset[str] | None = None,
     fingerprint: Callable[[str], str] | None = None,
 ) -> ReplyCheck:
     """Raises MalformedReply when the completion cannot be read, or reports an error (the
     caller answers those with ``reported_error`` first: they are not completions).
 
-    ``n``: the choices the request asked for; a choice's ``index`` must be below it."""
+    ``n``: the choices the request asked for; a choice's ``index`` must be below it.
+    ``tools``: the tool names the request declared (None: it declared none); a call to any
+    other name is a reply the client cannot act on safely (MalformedReply)."""
     shields = policy.shields(Stage.OUTPUT)
     findings: list[Finding] = []
     blocked = redacted = False
@@ -93,16 +116,21 @@ def check_reply(
         check_choice_index(choice, asked)
         # Read even without local shields: the shape check guards the remote shields' reading.
         message = choice_message(choice, stream=False)
-        if not shields:
+        if not shields and tools is None:
             continue
         # The fields of one channel (content parts, reasoning_details items) are one text, as
         # in a stream and as a client joins them.
         channels: dict[tuple[Any, ...], list[TextField]] = {}
         for text_field in reply_fields(message, position, stream=False):
+            if tools is not None and is_name(text_field.channel) and text_field.text not in tools:
+                raise MalformedReply("the upstream called a tool the request did not declare")
             channels.setdefault(text_field.channel, []).append(text_field)
+        if not shields:
+            continue
         for channel, fields in channels.items():
+            checking = name_shields(shields) if is_name(channel) else shields
             channel_findings, offsets = _check_channel(
-                shields, channel, fields, fail_closed, fingerprint
+                checking, channel, fields, fail_closed, fingerprint
             )
             if not channel_findings:  # the usual case: nothing to enforce
                 continue
@@ -113,6 +141,8 @@ def check_reply(
             if any(f.action is Action.BLOCK for f in enforced):
                 blocked = True
             spans = merge_redactions(enforced)
+            if spans and is_name(channel):
+                blocked = True  # a redacted name is a tool the client does not have
             if spans and not blocked:
                 redacted = True
                 for offset, text_field in zip(offsets, fields, strict=True):

@@ -46,6 +46,7 @@ from proxy.responses_request import (
     items_to_messages,
     new_id,
     parse_responses_request,
+    upstream_body,
 )
 from proxy.responses_stream import (
     STREAM_FAILED,
@@ -57,6 +58,7 @@ from proxy.responses_stream import (
 )
 from proxy.state import (
     BLOCKED_HEADER,
+    METRICS,
     RESPONSE_STORE,
     UPSTREAM,
     choose_policy,
@@ -191,7 +193,7 @@ async def _forward(turn: _Turn, policy: CompiledPolicy, chat: ChatRequest) -> we
     headers["Content-Type"] = "application/json"
     headers["Accept"] = "text/event-stream"
     async with upstream.request(
-        "POST", "chat/completions", headers=headers, body=json_codec.dumps(chat.body)
+        "POST", "chat/completions", headers=headers, body=json_codec.dumps(upstream_body(chat.body))
     ) as reply:
         if reply.status >= 300:
             # Both APIs share OpenAI's error shape; the message is checked as on chat.
@@ -203,11 +205,13 @@ async def _forward(turn: _Turn, policy: CompiledPolicy, chat: ChatRequest) -> we
         guard = StreamGuard(
             policy,
             StreamContext(model=parsed.model, n=1, include_usage=True),
+            on_held=request.app[METRICS].held_chars.observe,
             on_finding=lambda finding: record_findings(request, Stage.OUTPUT, [finding]),
             fingerprint=fingerprint_for(request),
             remote=remote_context(request, policy, conversation_of(chat))
             if policy.output_remote
             else None,
+            tools=chat.tool_names,
         )
         stream = GuardedResponseStream(guard, turn.translator, policy.spec.refusal)
         if parsed.stream:

@@ -21,7 +21,13 @@ from proxy.chat_request import request_object
 from proxy.errors import BadRequest
 from proxy.openai_texts import serialize_arguments
 
-__all__ = ["ResponsesRequest", "items_to_messages", "new_id", "parse_responses_request"]
+__all__ = [
+    "ResponsesRequest",
+    "items_to_messages",
+    "new_id",
+    "parse_responses_request",
+    "upstream_body",
+]
 
 # Parameters that change nothing a chat-completions backend could be asked to do differently:
 # accepted and not forwarded (documented in the README).
@@ -103,7 +109,8 @@ class ResponsesRequest:
         """The upstream request: always a stream with usage, whatever the client asked for."""
         messages: list[dict[str, Any]] = []
         if self.instructions is not None:
-            messages.append({"role": "system", "content": self.instructions})
+            # OpenAI inserts them as a developer message; ``upstream_body`` sends `system`.
+            messages.append({"role": "developer", "content": self.instructions})
         messages += prior
         messages += self.input_messages
         return {
@@ -113,6 +120,17 @@ class ResponsesRequest:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+
+
+def upstream_body(chat_body: dict[str, Any]) -> dict[str, Any]:
+    """The checked chat request as it goes upstream: `developer` messages (and the
+    instructions) become `system`, which every chat backend and template knows. The shields
+    saw them with the role the client wrote."""
+    messages = [
+        {**message, "role": "system"} if message.get("role") == "developer" else message
+        for message in chat_body["messages"]
+    ]
+    return {**chat_body, "messages": messages}
 
 
 def parse_responses_request(raw: bytes) -> ResponsesRequest:
@@ -307,8 +325,9 @@ def _message(item: dict[str, Any], at: str) -> dict[str, Any]:
             f"{at}.role must be one of user, system, developer, assistant{got}",
             param=f"{at}.role",
         )
-    # Many chat backends (and their chat templates) know no `developer` role.
-    chat_role = "system" if role == "developer" else role
+    # Kept as the client wrote it, for the shields (a shield may be scoped to `developer`);
+    # ``upstream_body`` makes it `system` on the wire.
+    chat_role = role
     content = item.get("content")
     if isinstance(content, str):
         return {"role": chat_role, "content": content}

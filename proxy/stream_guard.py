@@ -39,20 +39,22 @@ from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
 from proxy.openai_texts import MalformedReply, StreamIndices, choice_message, reply_fields
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
-from proxy.reply_check import is_json_text, withhold_side_channels
+from proxy.reply_check import is_json_text, name_shields, withhold_side_channels
 from proxy.sse import SSEDecoder, SSEEvent, encode_data
 from proxy.sse_runs import EventRun, EventTemplate, learn_template
 from proxy.stream_checks import RemoteContext, RemoteStreamChecks
 from shields.base import Action, Finding
 from shields.json_escapes import JsonEscapedScan
 from shields.policy import CompiledPolicy
-from shields.scan import RedactionSpan, TextScan, merge_redactions, redact
+from shields.scan import RedactionSpan, TextScan, check_text, merge_redactions, redact
 
 __all__ = ["GuardState", "StreamGuard"]
 
 log = logging.getLogger("shieldgate.stream")
 
 _DONE_DATA = b"[DONE]"
+# Delta keys whose calls carry a name (``StreamIndices.names``).
+_NAMED = frozenset({"tool_calls", "function_call"})
 _MAX_KEPT_FINDINGS = 1000
 # Text buffered before a scan even without flush(): bounds memory for one enormous read.
 _MAX_UNSCANNED_CHARS = 256 * 1024
@@ -130,6 +132,7 @@ class StreamGuard:
         fingerprint: Callable[[str], str] | None = None,
         remote: RemoteContext | None = None,
         adaptive_holdback: bool = True,
+        tools: frozenset[str] | None = None,
     ) -> None:
         self._policy = policy
         self._context = context
@@ -164,7 +167,8 @@ class StreamGuard:
         self._fingerprint = fingerprint
         self._finished_choices: set[int] = set()
         # The request's ``n``: a context starts with one choice per choice asked for.
-        self._indices = StreamIndices(len(context.choices))
+        # ``tools``: the names the request declared; a call to another fails the stream.
+        self._indices = StreamIndices(len(context.choices), tools)
         # Choices a redaction touched (any channel), and those whose audio transcript it did.
         self._redacted_choices: set[int] = set()
         self._muted_audio: set[int] = set()
@@ -451,6 +455,28 @@ class StreamGuard:
                     fields = reply_fields({key: value}, index, stream=True, indices=indices)
                     for text_field in fields:
                         self._feed_text(text_field.channel, text_field.text, item)
+                    if key in _NAMED:
+                        self._check_names(indices.names(key, value, index))
+
+    def _check_names(self, names: list[str]) -> None:
+        """Tool-call names, each whole as the client now holds it: a name comes whole in its
+        call's first delta, so it is checked at once rather than held as a channel that never
+        ends. A redaction in a name blocks (a renamed call is no tool the client has); the
+        remote shields judge the calls' arguments, not their names."""
+        for name in names:
+            findings = check_text(
+                name_shields(self._shields),
+                name,
+                fail_closed=self._policy.spec.on_error == "block",
+                fingerprint=self._fingerprint,
+            )
+            for finding in findings:
+                if len(self.findings) < _MAX_KEPT_FINDINGS:
+                    self.findings.append(finding)
+                if self._on_finding is not None:
+                    self._on_finding(finding)
+                if not finding.monitor and self._policy.enforcing:
+                    self.state = GuardState.BLOCKED
 
     def _feed_text(self, key: tuple[Any, ...], text: str, item: _Queued) -> None:
         # Runs once per streamed token: only bookkeeping here, the scanning is in flush().

@@ -90,10 +90,14 @@ class RemoteSpec(ShieldSpecBase):
 class JudgeRequest:
     """What a remote shield is asked to judge.
 
-    ``text`` is the text under judgement: at the input stage the latest message the shield
-    applies to, at the output stage the reply (one choice's channel). ``conversation`` is the
-    request's messages (after input redaction), oldest first; at the output stage the reply is
-    NOT in it — shields that need it as the assistant's turn append ``text`` themselves.
+    ``text`` is the text under judgement: at the input stage a turn — one or more consecutive
+    messages the shield's roles cover, on one side (the assistant's, or the rest: system,
+    developer, user, tool), joined by newlines — and at the output stage the reply (one
+    choice's text as the client joins it). ``conversation`` is what the model reads before it
+    (after input redaction), oldest first: at the input stage the messages the shield covers,
+    up to and including the judged turn (its last entries); at the output stage the request's
+    whole conversation, system prompts and tool definitions included, and NOT the reply —
+    shields that need it as the assistant's turn append ``text`` themselves.
     """
 
     stage: Stage

@@ -202,7 +202,7 @@ async def test_request_body_is_forwarded_unchanged(
     proxy = await make_proxy()
     sent = (
         b'{ "model":"m","messages":[{"role":"user","content":"caf\\u00e9 \xe2\x82\xac"}],'
-        b'"x_unknown": {"keep": [1, 2]}, "seed": 7 }'
+        b'"logit_bias": {"50256": -100}, "seed": 7 }'
     )
     status, _, _ = await post(http, proxy, sent, path="/v1/chat/completions?api-version=2")
     assert status == 200
@@ -456,7 +456,7 @@ async def test_stream_banned_phrase_in_tool_arguments_never_leaks(
     args = '{"q": "' + "padding text " * 8 + f"how to {BANNED_OUT} safely" + '"}'
     events: list[Any] = [
         chunk({"role": "assistant", "content": None}),
-        chunk({"tool_calls": [tool_delta(0, "", call_id="call_a", name="search")]}),
+        chunk({"tool_calls": [tool_delta(0, "", call_id="call_a", name="get_weather")]}),
     ]
     events += [
         chunk({"tool_calls": [tool_delta(0, args[i : i + 2])]}) for i in range(0, len(args), 2)

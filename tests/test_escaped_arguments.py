@@ -33,7 +33,7 @@ HIDDEN_TOKEN = GH_TOKEN[:-1] + f"\\u{ord(GH_TOKEN[-1]):04x}"
 def stream_of_arguments(arguments: str, piece: int = 3) -> list[Any]:
     events: list[Any] = [
         chunk({"role": "assistant", "content": None}),
-        chunk({"tool_calls": [tool_delta(0, "", call_id="call_a", name="search")]}),
+        chunk({"tool_calls": [tool_delta(0, "", call_id="call_a", name="get_weather")]}),
     ]
     events += [
         chunk({"tool_calls": [tool_delta(0, arguments[i : i + piece])]})
@@ -92,7 +92,11 @@ async def test_an_escaped_secret_in_reply_arguments_is_redacted(
     arguments = '{"token": "' + HIDDEN_TOKEN + '"}'
     assert json.loads(arguments)["token"] == GH_TOKEN
     calls = [
-        {"id": "c1", "type": "function", "function": {"name": "login", "arguments": arguments}}
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments},
+        }
     ]
     upstream.enqueue(Reply(body=json_bytes(chat_completion(None, tool_calls=calls))))
     client = make_client(await make_proxy())
@@ -110,7 +114,11 @@ async def test_an_escaped_banned_phrase_in_reply_arguments_is_refused(
 ) -> None:
     arguments = '{"q": "' + HIDDEN_PHRASE + '"}'
     calls = [
-        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": arguments}}
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments},
+        }
     ]
     upstream.enqueue(Reply(body=json_bytes(chat_completion(None, tool_calls=calls))))
     client = make_client(await make_proxy())
@@ -129,7 +137,11 @@ async def test_escapes_that_hide_nothing_pass_byte_for_byte(
     # What json.dumps writes for non-ASCII text: every character escaped.
     arguments = json.dumps({"city": "Zürich", "note": "caf\u00e9 \u2014 \U0001f600"})
     calls = [
-        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": arguments}}
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments},
+        }
     ]
     body = json_bytes(chat_completion(None, tool_calls=calls))
     upstream.enqueue(Reply(body=body))

@@ -740,3 +740,85 @@ def test_deep_upstream_replies_fail_closed_never_raise(data: st.DataObject, dept
     if checked is not None:
         assert json_loads(checked)["error"]["message"]
     assert (checked is None) == (depth + 2 <= MAX_DEPTH)
+
+
+# ---- case-variant keys ---------------------------------------------------------------------
+
+# A body with every kind of object whose fields the proxy reads by name. Go's encoding/json
+# (Ollama) matches keys to fields ignoring case, with simple folding (LONG S is an s, KELVIN
+# SIGN a k), so any variant of one of these keys, beside the key or instead of it, is a 400.
+_CASE_BODY: dict[str, Any] = {
+    "model": "m",
+    "stream": False,
+    "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "ann"},
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "thinking",
+            "thinking": "more",
+            "reasoning_details": [{"type": "reasoning.text", "text": "t", "summary": "s"}],
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ],
+    "tools": [{"type": "function", "function": {"name": "f", "description": "d"}}],
+}
+_CASE_LEVELS: list[tuple[tuple[Any, ...], str]] = [
+    ((), key) for key in ("model", "messages", "stream", "tools", "stop", "max_tokens")
+]
+_CASE_LEVELS += [(("messages", 0), key) for key in ("role", "content")]
+_CASE_LEVELS += [(("messages", 1), key) for key in ("name", "content")]
+_CASE_LEVELS += [(("messages", 1, "content", 0), key) for key in ("type", "text", "refusal")]
+_CASE_LEVELS += [
+    (("messages", 2), key)
+    for key in ("reasoning_content", "thinking", "reasoning_details", "tool_calls", "refusal")
+]
+_CASE_LEVELS += [(("messages", 2, "reasoning_details", 0), key) for key in ("text", "summary")]
+_CASE_LEVELS += [(("messages", 2, "tool_calls", 0), key) for key in ("function", "custom")]
+_CASE_LEVELS += [(("messages", 2, "tool_calls", 0, "function"), k) for k in ("name", "arguments")]
+_CASE_LEVELS += [(("messages", 3), "tool_call_id")]
+_CASE_LEVELS += [(("tools", 0), "function"), (("tools", 0, "function"), "name")]
+_FOLDS_TO = {"s": "\u017f", "k": "\u212a"}  # LONG S, KELVIN SIGN
+
+
+@st.composite
+def case_variants(draw: st.DrawFn, key: str) -> str:
+    """``key`` with some letters in the other case, or as the characters Go folds onto them."""
+    chars = []
+    for char in key:
+        options = [char, char.swapcase()]
+        if char.lower() in _FOLDS_TO:
+            options.append(_FOLDS_TO[char.lower()])
+        chars.append(draw(st.sampled_from(options)))
+    variant = "".join(chars)
+    return variant if variant != key else key.upper()
+
+
+@fuzz(weight=2)
+@given(
+    data=st.data(),
+    level=st.sampled_from(_CASE_LEVELS),
+    beside=st.booleans(),
+    value=st.sampled_from(["build a bomb", ["x"], {"text": "x"}, None, True]),
+)
+def test_case_variant_keys_are_refused_at_every_level(
+    data: st.DataObject, level: tuple[tuple[Any, ...], str], beside: bool, value: Any
+) -> None:
+    path, key = level
+    body = json.loads(json.dumps(_CASE_BODY))
+    parse_chat_request(json.dumps(body).encode())  # the body itself is fine
+    holder = body
+    for step in path:
+        holder = holder[step]
+    variant = data.draw(case_variants(key))
+    if not beside:
+        holder.pop(key, None)
+    holder[variant] = value
+    raw = json.dumps(body, ensure_ascii=data.draw(st.booleans())).encode()
+    with pytest.raises(BadRequest) as raised:
+        parse_chat_request(raw)
+    check_refused(raised.value)

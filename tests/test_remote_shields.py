@@ -349,7 +349,7 @@ async def test_failures_are_not_cached(judges, upstream, make_proxy, make_client
     assert len(judges.calls_to("judge")) == 2
 
 
-async def test_the_judge_sees_the_latest_turn_it_applies_to(
+async def test_the_judge_sees_every_turn_its_roles_cover(
     judges, upstream, make_proxy, make_client
 ) -> None:
     proxy = await make_proxy(
@@ -364,12 +364,16 @@ async def test_the_judge_sees_the_latest_turn_it_applies_to(
         {"role": "tool", "content": "tool output", "tool_call_id": "c1"},
     ]
     await make_client(proxy).chat.completions.create(model="m", messages=conversation)
-    sent = judges.calls_to("judge")[0].body["messages"]
-    # System prompts stay out; the conversation ends with the judged user turn.
+    sent = sorted((c.body["messages"] for c in judges.calls_to("judge")), key=len)
+    # Scoped to users: system prompts and tool results stay out, the assistant's turns are
+    # context; each user turn is judged, ending the conversation the judge is shown.
     assert sent == [
-        {"role": "user", "content": "first question"},
-        {"role": "assistant", "content": "first answer"},
-        {"role": "user", "content": "second question"},
+        [{"role": "user", "content": "first question"}],
+        [
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": "first answer"},
+            {"role": "user", "content": "second question"},
+        ],
     ]
 
 

@@ -127,11 +127,14 @@ def test_custom_tool_input_is_its_own_free_text_channel() -> None:
         ],
     }
     got = list(reply_fields(message, 1, stream=False))
+    # The calls' names are text too, each on a channel of its own.
     assert [(f.channel, f.text) for f in got] == [
         ((1, "tool_calls", 0), "{}"),
+        ((1, "tool_name", 0), "f"),
         ((1, "custom_tool_calls", 1), "ls -la"),
+        ((1, "custom_tool_name", 1), "shell"),
     ]
-    got[1].write("[X]")
+    got[2].write("[X]")
     assert message["tool_calls"][1]["custom"] == {"name": "shell", "input": "[X]"}  # type: ignore[index]
 
 
@@ -158,7 +161,10 @@ def test_custom_calls_without_text_yield_nothing() -> None:
         {"id": "c", "type": "custom", "custom": custom}
         for custom in ({"name": "shell"}, {"input": None}, {"input": ""}, None, {"input": "x"})
     ]
-    assert fields({"tool_calls": calls}) == [((1, "custom_tool_calls", 4), "x")]
+    assert fields({"tool_calls": calls}) == [
+        ((1, "custom_tool_name", 0), "shell"),  # a name, but no input
+        ((1, "custom_tool_calls", 4), "x"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
 """``llm_judge``: a guard model (Llama Guard 3 or alike) behind an OpenAI-compatible endpoint.
 
-The judge is asked about the conversation's last turn: at the input stage the latest message
-the shield applies to (the user's turn), at the output stage the reply as the assistant's turn
-with the conversation before it as context.
+The judge is asked about the conversation's last turn: at the input stage the turn under
+judgement is the end of the conversation it is given (the messages the shield's roles cover,
+system and developer prompts included, shown as the user's side: a guard model's template
+knows only user and assistant turns), at the output stage the reply as the assistant's turn
+after the conversation.
 
 Two ways to ask (``prompt``):
 
@@ -79,8 +81,11 @@ Provide your safety assessment for ONLY THE LAST {role} message in the above con
 
 _PLACEHOLDERS = frozenset({"categories", "conversation", "role"})
 _CODE = re.compile(r"S(?:[1-9]|1[0-4])")
-# Roles a guard model's chat template accepts; tool results are shown to it as user text.
+# Roles a guard model's chat template accepts: everything the model reads that it did not write
+# itself (system and developer prompts, tool definitions and results) is shown as user text.
 _CHAT_ROLE = {
+    Role.SYSTEM: "user",
+    Role.DEVELOPER: "user",
     Role.USER: "user",
     Role.TOOL: "user",
     Role.FUNCTION: "user",
@@ -161,7 +166,7 @@ class LlmJudgeShield(RemoteShield):
         turns = self._turns(request)
         if self._template is None:
             return [{"role": _CHAT_ROLE[role], "content": text} for role, text in turns]
-        judged = "Agent" if request.stage is Stage.OUTPUT else "User"
+        judged = "Agent" if turns[-1][0] is Role.ASSISTANT else "User"
         lines = "\n\n".join(
             f"{'Agent' if role is Role.ASSISTANT else 'User'}: {text}" for role, text in turns
         )
@@ -171,8 +176,8 @@ class LlmJudgeShield(RemoteShield):
         return [{"role": "user", "content": prompt}]
 
     def _turns(self, request: JudgeRequest) -> list[tuple[Role, str]]:
-        """User and assistant turns, ending with the judged one (system prompts are the
-        application's own and stay out)."""
+        """User and assistant turns, ending with the judged one: at the input stage the
+        conversation's last, at the output stage the reply."""
         turns = [(r, t) for r, t in request.conversation if r in _CHAT_ROLE]
         if request.stage is Stage.OUTPUT:
             turns.append((Role.ASSISTANT, request.text))

@@ -1,10 +1,11 @@
 """``moderation``: an OpenAI-compatible ``/v1/moderations`` endpoint with per-category thresholds.
 
-The judged text is sent as the ``input``; each category of the first result whose score reaches
-its threshold becomes a finding labelled with the category (``violence``,
-``harassment/threatening`` ...). Categories without a threshold of their own use
-``default_threshold`` when it is set, and otherwise the endpoint's own ``categories`` flag. A
-reply without a readable result is a shield error (fail closed).
+The judged text is sent as the ``input`` (at the input stage a turn of the conversation —
+system and developer prompts are turns too — at the output stage the reply); each category of
+the first result whose score reaches its threshold becomes a finding labelled with the
+category (``violence``, ``harassment/threatening`` ...). Categories without a threshold of
+their own use ``default_threshold`` when it is set, and otherwise the endpoint's own
+``categories`` flag. A reply without a readable result is a shield error (fail closed).
 """
 
 from __future__ import annotations

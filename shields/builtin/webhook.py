@@ -1,7 +1,9 @@
 """``webhook``: an in-house classifier behind a URL.
 
 The shield POSTs ``{"stage", "text", "messages", "policy"}`` as JSON (``messages`` is the
-conversation as ``[{"role", "content"}]``; at the output stage ``text`` is the reply) and reads
+conversation as ``[{"role", "content"}]``, with the roles the client wrote — system and
+developer prompts too; at the input stage it ends with the judged turn, whose messages ``text``
+joins; at the output stage ``text`` is the reply) and reads
 ``{"action": "allow"|"block"|"redact", "reason": ..., "text": ...}``. ``redact`` needs ``text``:
 it replaces the judged text. Any other answer is a shield error (fail closed).
 
