@@ -567,6 +567,17 @@ async def test_output_block_non_stream(
     assert len(upstream.requests) == 1
 
 
+def released_before_refusal(content: str) -> str:
+    """The text a stream released before its refusal: the refusal is exactly REFUSAL when
+    nothing of the choice's content was sent before it, else exactly "\n\n" + REFUSAL."""
+    assert content.endswith(REFUSAL)
+    released = content.removesuffix(REFUSAL)
+    if released:
+        assert released.endswith("\n\n") and released != "\n\n", released
+        released = released.removesuffix("\n\n")
+    return released
+
+
 def stream_with_banned_phrase(prefix_len: int = 90) -> tuple[str, list[Any], int]:
     """Content with BANNED_OUT after ``prefix_len`` chars; events; bytes up to the phrase's end."""
     prefix = ("Well, here is a long and harmless preamble. " * 5)[:prefix_len]
@@ -603,7 +614,9 @@ async def test_output_block_mid_stream_discards_and_closes_upstream(
     assert text.startswith(released)
     assert len(released) <= text.index(BANNED_OUT)
     refusal, stop, usage = chunks[-3:]
-    assert refusal["choices"][0]["delta"]["content"] == REFUSAL
+    # Was `== REFUSAL`: a refusal after text already sent is set apart from it by a blank
+    # line (cc74faf), and the adaptive hold-back has sent the preamble before the phrase.
+    assert refusal["choices"][0]["delta"]["content"] == ("\n\n" if released else "") + REFUSAL
     assert stop["choices"][0]["finish_reason"] == "content_filter"
     assert usage["choices"] == [] and "usage" in usage
     assert await upstream.wait_for_disconnect(1.0) is not None
@@ -636,8 +649,8 @@ async def test_output_block_mid_stream_upstream_keeps_talking(
     )
     got = [c async for c in stream]
     content = "".join(c.choices[0].delta.content or "" for c in got)
-    assert content.endswith(REFUSAL)
-    released = content.removesuffix(REFUSAL)
+    # The refusal is "\n\n" + REFUSAL after released text, REFUSAL alone otherwise (cc74faf).
+    released = released_before_refusal(content)
     assert text.startswith(released) and len(released) <= text.index(BANNED_OUT)
     assert got[-1].choices[0].finish_reason == "content_filter"
     assert await upstream.wait_for_disconnect(1.0) is not None
@@ -979,9 +992,14 @@ async def test_upstream_drop_mid_stream_fails_closed(
     make_client: MakeClient,
     http: aiohttp.ClientSession,
 ) -> None:
-    events = content_events(LONG_TEXT, piece=4)
+    # The drop falls inside the banned phrase (was: anywhere in LONG_TEXT, with the check that
+    # the fixed window of 64 was still held; the adaptive hold-back releases harmless text at
+    # once, so the phrase's first half is what must stay unreleased now).
+    text = LONG_TEXT[:300] + BANNED_OUT + " and more. " + LONG_TEXT[:100]
+    events = content_events(text, piece=4)
     payload = sse(*events, done=False)
-    drop = len(payload) * 2 // 3 + 5  # inside an event
+    middle = 1 + (text.index(BANNED_OUT) + len(BANNED_OUT) // 2) // 4  # events[0] is the role
+    drop = len(sse(*events[: middle + 1], done=False)) + 5  # inside the event after it
     complete = payload[:drop].count(b"\n\n")
     received = "".join(e["choices"][0]["delta"]["content"] for e in events[:complete])
     upstream.enqueue(
@@ -997,9 +1015,10 @@ async def test_upstream_drop_mid_stream_fails_closed(
 
     assert status == 200
     released = delta_text(assert_upstream_error_tail(raw))
+    assert BANNED_OUT[:8] in received  # the proxy had been sent half the phrase
     assert received.startswith(released)
-    # Nothing the shields had not scanned holdback_chars (64) beyond was released.
-    assert len(released) <= len(received) - 64
+    # Nothing of the phrase was released, not even its first character.
+    assert len(released) <= text.index(BANNED_OUT)
     assert len(upstream.requests) == 1  # never retried once bytes went out
 
     stream = await make_client(proxy).chat.completions.create(
@@ -1033,13 +1052,18 @@ async def test_upstream_non_json_line_fails_closed(
 async def test_upstream_stream_ending_without_finish_fails_closed(
     upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
 ) -> None:
-    upstream.enqueue(Reply(body=text_stream("cut short", finish_reason=None, done=False)))
+    # The text ends with the start of a banned phrase, held until it is decided: a stream that
+    # ends without finishing must not flush it. (Was "cut short" and `== ""`: the fixed window
+    # held all of it; the adaptive hold-back sends harmless text at once.)
+    text = f"cut short: {BANNED_OUT[:10]}"
+    upstream.enqueue(Reply(body=text_stream(text, finish_reason=None, done=False)))
     proxy = await make_proxy()
 
     status, _, raw = await post(http, proxy, chat_body(stream=True))
 
     assert status == 200
-    assert delta_text(assert_upstream_error_tail(raw)) == ""
+    released = delta_text(assert_upstream_error_tail(raw))
+    assert text.startswith(released) and len(released) <= text.index(BANNED_OUT[:10])
 
 
 async def test_stream_without_done_after_every_choice_finished_is_relayed(

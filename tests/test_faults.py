@@ -5,8 +5,8 @@ misbehaving client against the real proxy, and states the exact client-visible o
 status and OpenAI-shaped error body before a stream starts; once it has started, the in-band
 ``data: {"error": ...}`` event followed by ``data: [DONE]``. Every test also bounds its time
 (a fault must never turn into a hang) and, where text was under way, proves that what reached
-the client is a prefix of the reply that the shields had scanned ``holdback_chars`` beyond: a
-blocked phrase cut in two by the fault never appears, not even its first half.
+the client is a prefix of the reply that ends before the blocked phrase: a blocked phrase cut
+in two by the fault never appears, not even its first character.
 
 The end-to-end suite (``test_e2e_openai.py``) already covers the basic cases (503 twice then
 success, 429 with ``Retry-After: 0`` and a capped one, an unreachable upstream on a non-stream
@@ -48,7 +48,6 @@ from tests.fake_upstream import (
 MakeClient = Callable[..., openai.AsyncOpenAI]
 
 BANNED = "synthesize sarin"  # an output block phrase of policies/default.yaml
-HOLDBACK = 160  # policies/default.yaml stream.holdback_chars
 REFUSAL = "I'm sorry, but I can't help with that."
 USER = [{"role": "user", "content": "Say hello"}]
 DONE = b"[DONE]"
@@ -152,11 +151,18 @@ def assert_upstream_error_event(outcome: StreamOutcome, *words: str) -> None:
         assert word in outcome.error["message"]
 
 
-def assert_scanned_prefix(released: str, sent: str, received: int, holdback: int) -> None:
-    """No leak: the client got a prefix of the reply that the shields scanned ``holdback``
-    characters beyond (``received``: characters the proxy had been sent when the fault hit)."""
+def assert_scanned_prefix(released: str, sent: str, received: int) -> None:
+    """No leak: the client got a prefix of the reply, no more than the proxy had been sent
+    when the fault hit (``received`` characters), and nothing from the start of the banned
+    phrase on, not even its first character.
+
+    (The adaptive hold-back releases text as soon as no shield has an open candidate in it;
+    ``holdback_chars`` only bounds what is held. So the bound is the phrase's start, not
+    ``received - holdback_chars`` as with the fixed window this helper used to check.)"""
     assert sent.startswith(released)
-    assert len(released) <= max(0, received - holdback)
+    assert len(released) <= received
+    if BANNED in sent:
+        assert len(released) <= sent.index(BANNED)
 
 
 def content_events(text: str, piece: int = 4) -> list[dict[str, Any]]:
@@ -468,7 +474,7 @@ async def test_stall_mid_stream_ends_in_an_error_event_without_leaking(
         released, exc = await sdk_stream(make_client(proxy))
         assert isinstance(exc, openai.APIError) and exc.code == "upstream_error"
     assert time.monotonic() - started < 2.0
-    assert_scanned_prefix(released, plant.text, plant.received, HOLDBACK)
+    assert_scanned_prefix(released, plant.text, plant.received)
     assert BANNED[:4] not in released
     # The proxy hung up on the silent upstream.
     assert await upstream.wait_for_disconnect(1.0) is not None
@@ -531,7 +537,9 @@ async def test_banned_phrase_dripped_three_bytes_at_a_time_never_leaks(
         released = released[:-2]
     assert plant.text.startswith(released)
     assert BANNED[:2] not in released.removeprefix(FILLER[:400])
-    assert len(released) <= plant.text.index(BANNED) + len(BANNED) - HOLDBACK
+    # Was `<= index + len(BANNED) - holdback_chars` (the fixed window); the adaptive hold-back may
+    # release up to the phrase's start, never past it.
+    assert len(released) <= plant.text.index(BANNED)
 
 
 # ---- broken bodies: dropped connections, malformed events, oversized events ------------------
@@ -556,7 +564,7 @@ async def test_drop_inside_a_banned_phrase_never_leaks_any_of_it(
     assert status == 200
     outcome = stream_outcome(raw)
     assert_upstream_error_event(outcome)
-    assert_scanned_prefix(outcome.content, plant.text, plant.received, HOLDBACK)
+    assert_scanned_prefix(outcome.content, plant.text, plant.received)
     assert BANNED[:2] not in outcome.content.removeprefix(FILLER[:400])
     assert len(upstream.requests) == 1  # never retried once a stream has begun
 
@@ -576,7 +584,7 @@ async def test_drop_inside_a_multibyte_character_fails_closed(
     outcome = stream_outcome(raw)
     assert_upstream_error_event(outcome)
     complete = stream_outcome(payload[: payload.rindex(b"\n\n", 0, euro) + 2]).content
-    assert_scanned_prefix(outcome.content, text, len(complete), HOLDBACK)
+    assert_scanned_prefix(outcome.content, text, len(complete))
 
 
 async def test_non_stream_body_cut_short_is_502_and_nothing_of_it_is_relayed(
@@ -635,7 +643,7 @@ async def test_malformed_event_mid_phrase_fails_closed_and_closes_upstream(
     assert status == 200
     outcome = stream_outcome(raw)
     assert_upstream_error_event(outcome, "invalid stream event")
-    assert_scanned_prefix(outcome.content, plant.text, plant.received, HOLDBACK)
+    assert_scanned_prefix(outcome.content, plant.text, plant.received)
     assert await upstream.wait_for_disconnect(1.0) is not None
 
 
@@ -665,7 +673,7 @@ async def test_oversized_event_is_an_error_event_and_reading_stops(
     assert status == 200
     outcome = stream_outcome(raw)
     assert_upstream_error_event(outcome, "oversized")
-    assert_scanned_prefix(outcome.content, plant.text, plant.received, HOLDBACK)
+    assert_scanned_prefix(outcome.content, plant.text, plant.received)
     assert await upstream.wait_for_disconnect(2.0) is not None
     # The proxy stopped reading at the 4 MiB event limit (plus what kernel buffers hold).
     assert upstream.requests[0].bytes_sent < 32 * 1024 * 1024
@@ -842,7 +850,7 @@ async def test_broken_chunked_framing_mid_stream_fails_closed(
         assert status == 200
         outcome = stream_outcome(raw)
         assert_upstream_error_event(outcome, "broke off")
-        assert_scanned_prefix(outcome.content, plant.text, plant.received, HOLDBACK)
+        assert_scanned_prefix(outcome.content, plant.text, plant.received)
         async with asyncio.timeout(2):
             await raw_upstream.closed_by_peer.wait()
 
@@ -1082,7 +1090,11 @@ async def test_200_concurrent_streams_are_all_relayed_correctly(
             if released:  # a refusal after text already sent is set apart by a blank line
                 assert released.endswith("\n\n")
                 released = released[:-2]
-            assert expected.startswith(released) and BANNED[:4] not in released
+            # Was `expected.startswith(released)`: the text before " then", which the fixed
+            # window always held back. The adaptive hold-back may also release some of
+            # " then ", up to where the banned phrase starts, never into it.
+            sent = f"{expected} then {BANNED} and more"
+            assert sent.startswith(released) and len(released) <= sent.index(BANNED)
         else:
             assert not outcome.refused and outcome.content == expected
     assert len(upstream.requests) == 200

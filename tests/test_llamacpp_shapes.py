@@ -353,7 +353,10 @@ async def test_a_tool_result_round_trip_never_sends_null_content(
 
 
 def blocked_after(prefix: str) -> list[Any]:
-    text = prefix + "and then " + BANNED_OUT + " by mixing the following precursors"
+    # The banned phrase follows ``prefix`` at once (it used to follow "and then ", which the
+    # fixed window always held; the adaptive hold-back may send it), so what may be released
+    # before the block is exactly a prefix of ``prefix``, and nothing with ``prefix`` "".
+    text = prefix + BANNED_OUT + " by mixing the following precursors"
     events: list[Any] = [chunk({"role": "assistant", "content": ""})]
     events += [chunk({"content": text[i : i + 4]}) for i in range(0, len(text), 4)]
     return [*events, chunk({}, finish_reason="stop"), usage_chunk()]
@@ -391,9 +394,11 @@ async def test_only_a_choice_whose_content_was_sent_gets_the_separator(
     upstream: FakeUpstream, proxy: Callable[..., Any], make_client: MakeClient
 ) -> None:
     events = blocked_after(PREAMBLE)[:-2]
-    # Choice 1 says less than the hold-back, late: it holds back what follows (events leave in
-    # order) while choice 0 has already sent part of its answer.
-    events.insert(len(events) // 2, chunk({"content": "Hi"}, index=1))
+    # Choice 1 speaks late, and its text ends with the start of a banned phrase, so its event
+    # is held (events leave whole) and holds back what follows (events leave in order) while
+    # choice 0 has already sent part of its answer. (It said "Hi", held by the fixed window;
+    # the adaptive hold-back need not hold that.)
+    events.insert(len(events) // 2, chunk({"content": "Let me synth"}, index=1))
     upstream.enqueue(Reply(events=events, chunk_delay=0.001))
     client = make_client(await proxy())
 

@@ -18,7 +18,14 @@ from proxy.request_context import current_request_id
 from proxy.server import GC_YOUNG_THRESHOLD, freeze_startup_heap
 from proxy.state import STREAM_SLOTS
 from tests.conftest import ProxyFactory
-from tests.fake_upstream import FakeUpstream, Reply, chat_completion, json_bytes, text_stream
+from tests.fake_upstream import (
+    FakeUpstream,
+    Reply,
+    chat_completion,
+    chunk,
+    json_bytes,
+    text_stream,
+)
 
 CARD_POLICY = """
 name: cards
@@ -261,3 +268,41 @@ def test_freezing_the_startup_heap_makes_young_collections_rarer() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "end"),
+    [
+        ("/v1/chat/completions", chat_body("Say hello", stream=True), b"data: [DONE]"),
+        (
+            "/v1/responses",
+            {"model": "m", "stream": True, "input": "Say hello"},
+            b"event: response.completed",
+        ),
+    ],
+    ids=["chat", "responses"],
+)
+async def test_a_streamed_reply_observes_the_held_characters(
+    upstream: FakeUpstream,
+    make_proxy: ProxyFactory,
+    http: aiohttp.ClientSession,
+    path: str,
+    body: dict[str, object],
+    end: bytes,
+) -> None:
+    """Both stream handlers pass ``on_held`` to their guard: shieldgate_stream_held_chars is
+    observed once per read that released events (it stayed empty while they did not)."""
+    proxy = await make_proxy()
+    name = "shieldgate_stream_held_chars_count"
+    async with http.get(f"{proxy.url}/metrics") as resp:
+        assert metric(await resp.text(), name) == 0
+    text = "Hello! How can I help you today?"
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": text[i : i + 4]}) for i in range(0, len(text), 4)]
+    # Paced, a read per event: a read that ends the stream releases through end(), not a read.
+    upstream.enqueue(Reply(events=[*events, chunk({}, finish_reason="stop")], chunk_delay=0.02))
+    async with http.post(f"{proxy.url}{path}", json=body) as resp:
+        assert resp.status == 200 and resp.content_type == "text/event-stream"
+        assert end in await resp.read()
+    async with http.get(f"{proxy.url}/metrics") as resp:
+        assert metric(await resp.text(), name) > 0

@@ -873,8 +873,16 @@ async def test_backend_failure_mid_stream_is_response_failed(
     make_client: MakeClient,
     http: aiohttp.ClientSession,
 ) -> None:
-    payload = sse(*content_stream(LONG_TEXT, piece=4), done=False)
-    drop = len(payload) * 2 // 3 + 5  # inside an event
+    # The drop falls inside the banned phrase (was: anywhere in LONG_TEXT, with the check that
+    # the fixed window of 64 was still held; the adaptive hold-back releases harmless text at
+    # once, so the phrase's first half is what must stay unreleased now).
+    text = LONG_TEXT[:300] + BANNED_OUT + " and more. " + LONG_TEXT[:100]
+    sent = content_stream(text, piece=4)
+    payload = sse(*sent, done=False)
+    middle = 1 + (text.index(BANNED_OUT) + len(BANNED_OUT) // 2) // 4  # sent[0] is the role
+    drop = len(sse(*sent[: middle + 1], done=False)) + 5  # inside the event after it
+    received = text[: (payload[:drop].count(b"\n\n") - 1) * 4]
+    assert BANNED_OUT[:8] in received  # the proxy is sent half the phrase
     upstream.enqueue(
         Reply(chunks=[payload[:drop], payload[drop:]], drop_after_bytes=drop, repeat=3)
     )
@@ -887,9 +895,9 @@ async def test_backend_failure_mid_stream_is_response_failed(
     assert final["error"]["code"] == "server_error"
     assert "upstream" in final["error"]["message"].lower()
     released = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
-    assert LONG_TEXT.startswith(released)
-    # Nothing the shields had not scanned holdback_chars (64) beyond was released.
-    assert len(released) <= len(LONG_TEXT[: payload[:drop].count(b"\n\n") * 4]) - 64 + 4
+    assert received.startswith(released)
+    # Nothing of the phrase was released, not even its first character.
+    assert len(released) <= text.index(BANNED_OUT)
     assert final["output"][0]["status"] == "incomplete"
     assert len(upstream.requests) == 1  # never retried once bytes went out
 

@@ -193,12 +193,15 @@ output: [{id: banned, type: denylist, phrases: [sarin]}]
 
 
 def test_invalid_json_fails_closed_and_releases_nothing_unscanned() -> None:
-    body = sse(chunk({"content": "hello there"}), "{not json", done=True)
+    # The event ends with the start of a banned phrase, so it is held when the stream fails,
+    # and failing must not flush it. (It was "hello there", held by the fixed window; the
+    # adaptive hold-back sends harmless text at once.)
+    body = sse(chunk({"content": "hello there, nerve ag"}), "{not json", done=True)
     out, guard = run(POLICY, body)
     assert guard.state is GuardState.FAILED
     final = payloads(out)
     assert final[-2]["error"]["code"] == "upstream_error"
-    assert channel_text(out, "content") == ""  # still within the hold-back when it failed
+    assert channel_text(out, "content") == ""  # held (open candidate "nerve ag") when it failed
 
 
 def test_stream_ending_without_done() -> None:
