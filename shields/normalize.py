@@ -1,9 +1,10 @@
 """Text normalization for matching, with an exact map back to the original characters.
 
-Shields match against a *normalized* view of the text — Unicode NFKC, case folding, format
+Shields match against a *normalized* view of the text — Unicode NFKD, case folding, format
 characters (zero-width joiners, bidi controls, soft hyphens...) and other invisible characters
-(variation selectors, the combining grapheme joiner, Hangul fillers) removed, combining marks of
-the generic blocks removed ("b\u0301omb"), every run of whitespace collapsed to one space,
+(variation selectors, the combining grapheme joiner) removed, combining marks removed
+("b\u0301omb", "fu\u0308r"; see ``_KEPT_MARK_CLASSES``), whatever renders blank read as a space
+(``BLANKS``), every run of whitespace collapsed to one space,
 decimal digits of every script read as ASCII digits ("٤" → "4"), and non-ASCII lookalikes
 folded to their ASCII skeleton (Unicode TS #39 confusables: Cyrillic "о" → "o", "’" → "'"; and
 small capitals) — so that "B\u200bOMB", "ｂｏｍｂ", "ʙᴏᴍʙ" and "bоmb" are caught like "bomb".
@@ -40,6 +41,7 @@ from operator import itemgetter, sub
 import ahocorasick_rs
 
 __all__ = [
+    "OVERRIDE_LABEL",
     "IdentityNormalizer",
     "StreamNormalizer",
     "ascii_bytes",
@@ -51,25 +53,22 @@ __all__ = [
 ]
 
 _DROPPED_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
-# Invisible characters outside those categories (Unicode's Default_Ignorable_Code_Point letters
-# and marks): the combining grapheme joiner, Hangul fillers (letters that render as nothing),
-# Khmer inherent vowels, and the variation selectors (Mongolian, U+FE00-FE0F, U+E0100-E01EF).
-# "ign\u034fore" and "b\ufe0fomb" read "ignore" and "bomb" on screen.
+# Invisible characters outside those categories (Unicode's Default_Ignorable_Code_Point marks):
+# the combining grapheme joiner, Khmer inherent vowels, and the variation selectors (Mongolian,
+# U+FE00-FE0F, U+E0100-E01EF). "ign\u034fore" and "b\ufe0fomb" read "ignore" and "bomb" on
+# screen. (The Default_Ignorable letters, the Hangul fillers, render as a blank cell instead:
+# ``_RENDERS_BLANK``.)
 _IGNORABLE_RANGES = (
     (0x034F, 0x034F),
-    (0x115F, 0x1160),
     (0x17B4, 0x17B5),
     (0x180B, 0x180F),
-    (0x3164, 0x3164),
     (0xFE00, 0xFE0F),
-    (0xFFA0, 0xFFA0),
     (0xE0100, 0xE01EF),
 )
 # Combining marks of the generic blocks (diacritics, their extensions and supplement, marks for
 # symbols, half marks): written after a letter as separate characters they decorate it without
 # changing what it reads as ("b\u0301omb", "b\u0336o\u0336m\u0336b\u0336", "zalgo" text), so
-# they are dropped. Marks of other scripts (Indic vowel signs, Hebrew points...) and letters
-# that carry their accent in one character ("é") are kept.
+# they are dropped, whatever their combining class.
 _GENERIC_MARK_RANGES = (
     (0x0300, 0x036F),
     (0x1AB0, 0x1AFF),
@@ -77,10 +76,28 @@ _GENERIC_MARK_RANGES = (
     (0x20D0, 0x20FF),
     (0xFE20, 0xFE2F),
 )
+# Marks with a non-zero canonical combining class that are kept after decomposition: the kana
+# voicing marks (class 8: "\u304b\u3099" is "\u304c", a different syllable) and the viramas
+# (class 9: they join Indic consonants into conjuncts). Every other mark of a non-zero class is
+# dropped (Hebrew points, Arabic harakat, nuktas, Thai tone marks, the generic diacritics): a
+# reader matching words ignores them, as search engines do. The choice is also what makes
+# canonically equivalent texts read alike: canonical ordering only ever swaps two adjacent marks
+# of different non-zero classes, and of the kept ones no two ever sit on one base in real text
+# (kana take no virama), so the order of the marks after a base never changes the view.
+_KEPT_MARK_CLASSES = frozenset({8, 9})
+# Characters that render as a blank cell without being whitespace to Unicode: the Hangul
+# fillers (the only Default_Ignorable_Code_Point letters: fonts draw them as a wide blank, and
+# "b\u3164omb" shows "b omb") and the Braille blank. Everything else that renders blank is
+# White_Space or a space separator (Zs), which ``str.isspace`` covers; tests check both lists
+# against the Unicode properties.
+_RENDERS_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Every character the view reads as a space, derived at import: ``str.isspace`` (White_Space,
+# Zs, and the information separators U+001C-001F) holds nothing above U+3000.
+BLANKS = frozenset(chr(code) for code in range(0x3001) if chr(code).isspace()) | _RENDERS_BLANK
 
 
 def _dropped(char: str) -> bool:
-    """Whether ``char`` is invisible or a generic combining mark: not part of the view."""
+    """Whether ``char`` is invisible or a combining mark the view ignores."""
     category = unicodedata.category(char)
     if category in _DROPPED_CATEGORIES:
         # Format and control characters are invisible: zero-width (joiner) spaces, bidi
@@ -89,9 +106,12 @@ def _dropped(char: str) -> bool:
     code = ord(char)
     if any(low <= code <= high for low, high in _IGNORABLE_RANGES):
         return True
-    return category in ("Mn", "Me") and any(
-        low <= code <= high for low, high in _GENERIC_MARK_RANGES
-    )
+    if category not in ("Mn", "Mc", "Me"):
+        return False
+    combining = unicodedata.combining(char)
+    if combining:
+        return combining not in _KEPT_MARK_CLASSES
+    return category != "Mc" and any(low <= code <= high for low, high in _GENERIC_MARK_RANGES)
 
 
 # Unicode's confusables (TS #39), as shipped by confusable-homoglyphs: each character maps to
@@ -211,21 +231,31 @@ def _ascii_digit(char: str) -> str | None:
 
 @lru_cache(maxsize=65536)
 def normalize_char(char: str) -> str:
-    """The normalized form of one character: "" (dropped), " " (whitespace) or its folding."""
-    if char.isspace():
+    """The normalized form of one character: "" (dropped), " " (blank) or its folding."""
+    if char.isspace() or char in _RENDERS_BLANK:
+        # Whatever renders as a blank cell separates words as a space does.
         return " "
     if _dropped(char):
         return ""
-    folded = unicodedata.normalize("NFKC", char).casefold()
+    # Compatibility decomposition (NFKD), case folding, and NFKD again (folding can produce
+    # composed letters: "\u0130" -> "i\u0307"), after which marks the view ignores go. The
+    # decomposition is that of one character, with no look at its neighbours, and yet
+    # canonically equivalent texts read alike: "f\u00fcr" and "fu\u0308r" read "fur", a
+    # Hangul syllable and its jamo read the same jamo, "\u304c" and "\u304b\u3099" the same
+    # two characters (see ``_KEPT_MARK_CLASSES`` for the marks' order). Composing instead
+    # would make a character's view depend on the next one, which a stream may not have sent
+    # yet: the view would need a hold-back of its own.
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold())
+    folded = "".join(c for c in decomposed if not _dropped(c))
     if not folded.isascii():
-        # NFKC already folds compatibility forms (full-width, mathematical alphanumerics,
+        # NFKD already folds compatibility forms (full-width, mathematical alphanumerics,
         # ligatures); what is left non-ASCII may be a digit of another script, read by its
-        # value ("٤" and "४" are "4": a card number in Arabic-Indic digits is still one), or a
-        # lookalike from another script.
-        folded = "".join(_ascii_digit(c) or confusable_skeleton(c) or c for c in folded)
-    # NFKC can turn a character into spaces and letters ("\u2474" -> "(1)"); keep it as is but
-    # never let it introduce control characters.
-    return "".join(c for c in folded if not _dropped(c))
+        # value ("٤" and "४" are "4": a card number in Arabic-Indic digits is still one), a
+        # blank (a filler), or a lookalike from another script.
+        folded = "".join(
+            " " if c in BLANKS else _ascii_digit(c) or confusable_skeleton(c) or c for c in folded
+        )
+    return folded
 
 
 def _ascii_fold_table() -> bytes:
@@ -282,6 +312,33 @@ _SPARSE = 128
 # characters it costs half of encoding, translating and decoding. Longer ones go straight to
 # ``bytes.translate``, which is faster per character and handles whitespace in the same pass.
 _SHORT = 32
+
+# Explicit bidi overrides (UAX #9): between LRO/RLO and the PDF that closes them (or the end of
+# the paragraph), every character is displayed in the override's direction, so letters written
+# backwards under RLO ("\u202ebmob") show as a word ("bomb") the logical order does not hold.
+# The view keeps the logical order (what a model reads) and marks the overridden stretches
+# instead (``StreamNormalizer.overridden``): their display order is only known once they end,
+# which may be a whole stream later. Embeddings and isolates open levels of their own (an
+# override inside them, or around them, ends or resumes with them), and a paragraph separator
+# ends them all.
+# The label of the finding a matching shield reports for such a stretch.
+OVERRIDE_LABEL = "bidi_override"
+_BIDI_EVENT = re.compile("[\u202a-\u202e\u2066-\u2069\n\r\x1c-\x1e\x85\u2029]")
+_BIDI_PUSH = {
+    "\u202a": "e",  # LRE
+    "\u202b": "e",  # RLE
+    "\u202d": "o",  # LRO
+    "\u202e": "o",  # RLO
+    "\u2066": "i",  # LRI
+    "\u2067": "i",  # RLI
+    "\u2068": "i",  # FSI
+}
+_PDF = "\u202c"
+_PDI = "\u2069"
+# UAX #9's max_depth: openers past it are counted, not stacked, as the algorithm does.
+_BIDI_MAX_DEPTH = 125
+# A letter or digit: an overridden stretch without one displays nothing to be fooled by.
+_ALNUM = re.compile(r"[^\W_]")
 
 
 def _non_ascii(text: str) -> str:
@@ -340,6 +397,17 @@ def _fold_in_place(
     return b"".join(pieces), others
 
 
+def _add_piece(text: str, base: int, lo: int, hi: int, pieces: list[tuple[int, int]]) -> None:
+    """Adds ``text[lo:hi]``, overridden, to ``pieces`` (at ``base``) if it holds a letter or
+    digit, merged with the piece it continues."""
+    if _ALNUM.search(text, lo, hi) is None:
+        return
+    if pieces and pieces[-1][1] == base + lo:
+        pieces[-1] = (pieces[-1][0], base + hi)
+    else:
+        pieces.append((base + lo, base + hi))
+
+
 def _pairs_only(pieces: list[bytes]) -> bool:
     """Whether ``pieces``, a folded plain segment split on pairs of spaces, had no longer run.
 
@@ -391,6 +459,9 @@ class StreamNormalizer:
     """
 
     __slots__ = (
+        "_bidi",
+        "_bidi_overflow",
+        "_bidi_seen",
         "_bp_delta",
         "_bp_norm",
         "_delta",
@@ -398,6 +469,7 @@ class StreamNormalizer:
         "_prev_space",
         "norm_len",
         "orig_len",
+        "overridden",
     )
 
     def __init__(self) -> None:
@@ -410,10 +482,21 @@ class StreamNormalizer:
         self._bp_delta: list[int] = [0]
         # The last view built as bytes, with those bytes (``ascii_view``).
         self._last: tuple[str, bytes] | None = None
+        # The open embeddings, overrides ("o") and isolates, innermost last, and the openers
+        # past the maximum depth; and the overridden stretches of the last chunk fed.
+        self._bidi: list[str] = []
+        self._bidi_overflow = 0
+        self._bidi_seen = False
+        self.overridden: list[tuple[int, int]] = []
 
     def feed(self, text: str) -> str:
         if not text:
             return ""
+        start = self.orig_len
+        if self._bidi:
+            self.overridden = self._track_bidi(text, start)
+        elif self.overridden:
+            self.overridden = []
         if len(text) <= _SHORT and text.isascii() and text.isprintable():
             # A stream's small chunk of plain prose (letters, digits, punctuation, single-byte
             # spaces): folding is lower-casing (``_ASCII_FOLD`` agrees on these characters),
@@ -448,8 +531,53 @@ class StreamNormalizer:
             self._feed_plain(folded, 0, size, out)
         else:
             self._feed_mixed(text, folded, out, wide)
+            if self._bidi_seen:
+                # An explicit bidi control (dropped, so met in ``_feed_special``) opens a level:
+                # the chunk is read again for its overrides, rarely.
+                self._bidi_seen = False
+                if not self._bidi:
+                    self.overridden = self._track_bidi(text, start)
         self.orig_len += size
         return self._joined(out, wide)
+
+    def _track_bidi(self, text: str, base: int) -> list[tuple[int, int]]:
+        """The stretches of ``text`` (fed from original offset ``base``) that are displayed
+        under an explicit override and hold a letter or digit; the override's opener is part
+        of its stretch. Follows UAX #9's explicit levels (X1-X8) far enough for that."""
+        stack = self._bidi
+        pieces: list[tuple[int, int]] = []
+        pos = 0
+        for match in _BIDI_EVENT.finditer(text):
+            at = match.start()
+            char = text[at]
+            if stack and stack[-1] == "o":
+                _add_piece(text, base, pos, at, pieces)
+            pos = at + 1
+            kind = _BIDI_PUSH.get(char)
+            if kind is not None:
+                if len(stack) >= _BIDI_MAX_DEPTH or self._bidi_overflow:
+                    self._bidi_overflow += 1
+                else:
+                    stack.append(kind)
+                    if kind == "o":
+                        pos = at
+            elif char == _PDF:
+                if self._bidi_overflow:
+                    self._bidi_overflow -= 1
+                elif stack and stack[-1] != "i":
+                    stack.pop()
+            elif char == _PDI:
+                if "i" in stack:
+                    # Closes the innermost isolate and whatever was opened inside it.
+                    self._bidi_overflow = 0
+                    while stack.pop() != "i":
+                        pass
+            else:  # a paragraph separator
+                stack.clear()
+                self._bidi_overflow = 0
+        if stack and stack[-1] == "o":
+            _add_piece(text, base, pos, len(text), pieces)
+        return pieces
 
     def _joined(self, out: list[bytes], wide: list[tuple[int, str]]) -> str:
         """The view from its pieces of ``ascii_bytes`` and the non-ASCII characters that
@@ -685,8 +813,11 @@ class StreamNormalizer:
         """Feeds the run of non-ASCII characters ``text[start:end]``, character by character."""
         pieces: list[str] = []
         for local in range(start, end):
-            folded = normalize_char(text[local])
+            char = text[local]
+            folded = normalize_char(char)
             if not folded:
+                if char in _BIDI_PUSH:
+                    self._bidi_seen = True
                 continue
             if folded == " ":
                 if self._prev_space:

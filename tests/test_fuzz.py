@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 import threading
+import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -58,7 +59,9 @@ from proxy.server import RunningServer, start_server
 from proxy.settings import Settings
 from proxy.sse import SSEDecoder, SSEError
 from proxy.stream_guard import GuardState, StreamGuard
+from shields.base import Action, Finding
 from shields.policy import CompiledPolicy, PolicyError, parse_policy
+from shields.scan import TextScan, check_text
 from tests.conftest import FAST_SETTINGS
 from tests.fake_upstream import FakeUpstream
 from tests.test_sse import frames, reference_frames
@@ -822,3 +825,63 @@ def test_case_variant_keys_are_refused_at_every_level(
     with pytest.raises(BadRequest) as raised:
         parse_chat_request(raw)
     check_refused(raised.value)
+
+
+# ---- Unicode variants: decomposed text and blank-looking characters --------------------------
+
+# The normalizer reads canonically equivalent texts alike and every blank-looking character as
+# a space (tests/test_normalize_unicode.py). Fuzzed here through a policy's output stage: the
+# default policy's banned phrases with accents added, decomposed or composed, their words
+# separated by any blank (a Hangul filler, the Braille blank, an ideographic space), cut into a
+# stream anywhere (between a letter and its marks too), must be found as in the whole text, and
+# nothing found may start in text already declared safe.
+_BLANK_SEPARATORS = [" ", "\u3164", "\uffa0", "\u2800", "\u3000", "\u00a0", "\u2007", "\u115f"]
+_MARKS = ["", "\u0301", "\u0308", "\u0327\u0301", "\u0336"]
+_PROSE = ["Sure,", "here", "is", "the", "für", "한국어", "が", "か\u3099", "plan", "\n"]
+_OUTPUT = default_policy().output_shields
+
+
+@st.composite
+def unicode_variant_texts(draw: st.DrawFn) -> tuple[str, bool]:
+    """A text of prose and maybe a banned phrase, each word decorated and separated by blanks;
+    and whether the phrase is in it."""
+    words = draw(st.lists(st.sampled_from(_PROSE), max_size=8))
+    banned = draw(st.booleans())
+    if banned:
+        phrase = draw(st.sampled_from(["build a bomb", "make napalm", "synthesize sarin"]))
+        words.insert(draw(st.integers(0, len(words))), phrase)
+    pieces = []
+    for word in words:
+        parts = []
+        for word_part in word.split(" "):
+            letters = [char + draw(st.sampled_from(_MARKS)) for char in word_part]
+            parts.append("".join(letters))
+        pieces.append(draw(st.sampled_from(_BLANK_SEPARATORS)).join(parts))
+    text = draw(st.sampled_from(_BLANK_SEPARATORS)).join(pieces)
+    form = draw(st.sampled_from(["NFC", "NFD", "NFKC", "NFKD", None]))
+    return (unicodedata.normalize(form, text) if form else text), banned
+
+
+@fuzz(weight=2)
+@given(sample=unicode_variant_texts(), cuts=st.lists(st.integers(0, 300), max_size=10))
+def test_decomposed_and_blank_separated_variants_stream_as_they_read_whole(
+    sample: tuple[str, bool], cuts: list[int]
+) -> None:
+    text, banned = sample
+    whole = check_text(_OUTPUT, text)
+    if banned:
+        assert any(f.shield_type == "denylist" for f in whole), repr(text)
+    scan = TextScan(_OUTPUT, holdback=default_policy().holdback, adaptive=True)
+    streamed: list[Finding] = []
+    points = sorted({cut % (len(text) + 1) for cut in cuts})
+    for lo, hi in itertools.pairwise([0, *points, len(text)]):
+        released = scan.safe_end
+        found = scan.feed(text[lo:hi])
+        assert all(f.start >= released for f in found), (released, found)
+        streamed += found
+    streamed += scan.finish()
+    # Blocking findings: the same shields at the same starts (a whole text's span may also
+    # swallow marks that follow it, which a stream had not received yet).
+    assert {(f.shield_id, f.start) for f in streamed if f.action is Action.BLOCK} == {
+        (f.shield_id, f.start) for f in whole if f.action is Action.BLOCK
+    }

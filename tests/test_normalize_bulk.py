@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from shields.base import Finding, Shield
 from shields.builtin.denylist import DenylistShield
-from shields.normalize import StreamNormalizer, normalize_char
+from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, normalize_char
 from shields.policy import parse_policy
 from shields.scan import TextScan, check_text
 from tests.test_normalize import reference
@@ -158,7 +158,9 @@ def test_the_long_list_is_searched_in_bulk() -> None:
 
 
 def spans_of(findings: list[Finding]) -> list[tuple[str, int, int]]:
-    return sorted((f.label, f.start, f.end) for f in findings)
+    # The deny list's matches; a bidi override's run (the pieces include "\u202e") is a finding
+    # of its own, checked in tests/test_normalize_unicode.py.
+    return sorted((f.label, f.start, f.end) for f in findings if f.label != OVERRIDE_LABEL)
 
 
 @settings(max_examples=60, deadline=None)

@@ -40,7 +40,7 @@ import re2
 from pydantic import Field, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
-from shields.normalize import StreamNormalizer, ascii_bytes, normalize
+from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
 from shields.registry import register
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
@@ -283,7 +283,9 @@ class _DenylistScanner(Scanner):
         if not norm:
             return []  # nothing to search, and nothing a pending word could learn
         shield = self._shield
-        findings: list[Finding] = []
+        # Text under a bidi override displays in an order the view does not hold: an entry
+        # may show on screen there (``StreamNormalizer.overridden``).
+        findings = [shield.finding(OVERRIDE_LABEL, *span) for span in chunk.normalizer.overridden]
         tail = self._tail
         text = tail + norm
         base = self._tail_start

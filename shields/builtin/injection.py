@@ -34,7 +34,7 @@ from pydantic import Field, field_validator, model_validator
 
 from shields.base import Chunk, Finding, Role, Scanner, Shield
 from shields.builtin.injection_rules import CATEGORIES, RULES, Rule
-from shields.normalize import StreamNormalizer, normalize
+from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, normalize
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -314,13 +314,16 @@ class _InjectionScanner(Scanner):
     def feed(self, chunk: Chunk) -> list[Finding]:
         if self._done or not chunk.norm:
             return []
+        # Text under a bidi override displays in an order the view does not hold.
+        shield = self._shield
+        found = [shield.finding(OVERRIDE_LABEL, *span) for span in chunk.normalizer.overridden]
         self._buf += chunk.norm
         # A match must be reported once ``max_match`` characters from its start have been
         # fed: until the text is that far past the first undecided position, the search
         # can wait. (A short whole text is then searched once, by ``finish``.)
-        if self._buf_start + len(self._buf) - self._decided < self._shield._max_match:
-            return []
-        return self._scan(chunk.normalizer, final=False)
+        if self._buf_start + len(self._buf) - self._decided < shield._max_match:
+            return found
+        return found + self._scan(chunk.normalizer, final=False)
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         if self._done:
