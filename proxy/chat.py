@@ -24,6 +24,7 @@ from proxy.errors import (
     start_response,
 )
 from proxy.metrics import Metrics
+from proxy.off_loop import off_loop_if_large
 from proxy.openai_texts import MalformedReply
 from proxy.refusal import (
     StreamContext,
@@ -62,12 +63,13 @@ _NO_BODY = frozenset({204, 205})
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     raw = await read_body(request)
-    chat = parse_chat_request(raw)
+    chat = await off_loop_if_large(len(raw), parse_chat_request, raw)
     policy = choose_policy(request, model=chat.model)
     app = request.app  # a chain of properties: looked up once
     metrics = app[METRICS]
     started = time.perf_counter()
-    check = check_input(policy, chat, fingerprint=fingerprint_for(request))
+    fingerprint = fingerprint_for(request)
+    check = await off_loop_if_large(len(raw), check_input, policy, chat, fingerprint=fingerprint)
     metrics.child(metrics.stage_seconds, "input").observe(time.perf_counter() - started)
     record_findings(request, Stage.INPUT, check.findings)
     if check.blocked:

@@ -38,11 +38,13 @@ from proxy.chat import (
 )
 from proxy.chat_request import ChatRequest, check_input, conversation_of, parse_chat_request
 from proxy.errors import BadRequest, ProxyError, UpstreamError, json_response, start_response
+from proxy.off_loop import off_loop_if_large
 from proxy.refusal import StreamContext, content_filter_error
 from proxy.remote_checks import check_input_remote
 from proxy.response_store import StoredResponse
 from proxy.responses_request import (
     ResponsesRequest,
+    echo_checked,
     items_to_messages,
     new_id,
     parse_responses_request,
@@ -147,7 +149,7 @@ class _Turn:
 
 async def create_response(request: web.Request) -> web.StreamResponse:
     raw = await read_body(request)
-    parsed = parse_responses_request(raw)
+    parsed = await off_loop_if_large(len(raw), parse_responses_request, raw)
     policy = choose_policy(request, model=parsed.model)
     prior: list[dict[str, Any]] = []
     if parsed.previous_response_id is not None:
@@ -161,9 +163,14 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         prior = record.conversation
     # The translated request takes the chat-completions parser and input stage as it is, so
     # input shields, redaction and blocks behave exactly as for /v1/chat/completions.
-    chat = parse_chat_request(json_codec.dumps(parsed.chat_body(prior)))
-    check = check_input(policy, chat, fingerprint=fingerprint_for(request))
+    body = json_codec.dumps(parsed.chat_body(prior))
+    chat = await off_loop_if_large(len(body), parse_chat_request, body)
+    fingerprint = fingerprint_for(request)
+    check = await off_loop_if_large(len(body), check_input, policy, chat, fingerprint=fingerprint)
     record_findings(request, Stage.INPUT, check.findings)
+    # What the response repeats of the request is what the input stage let through (and is
+    # stored so): redacted instructions and tool definitions, nothing of a blocked input.
+    echo_checked(parsed, chat.body, blocked=check.blocked)
     turn = _Turn(request, parsed, chat.body["messages"])
     if check.blocked:
         return await _refuse(turn, policy, Stage.INPUT)
@@ -171,6 +178,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         remote = remote_context(request, policy, conversation_of(chat))
         outcome = await check_input_remote(policy, chat, remote)
         record_findings(request, Stage.INPUT, outcome.findings)
+        echo_checked(parsed, chat.body, blocked=outcome.blocked)
         if outcome.blocked:
             return await _refuse(turn, policy, Stage.INPUT)
     if parsed.stream:

@@ -122,6 +122,29 @@ class ResponsesRequest:
         }
 
 
+def echo_checked(parsed: ResponsesRequest, checked: dict[str, Any], *, blocked: bool) -> None:
+    """Makes what the Response repeats of the request (``parsed.echo``, which the translator
+    and the store read) what the input stage let through: the instructions and tool
+    definitions as redacted in ``checked`` (the chat body the input stage rewrote in place); of
+    a blocked input, neither (``instructions: null``, no tools)."""
+    echo = parsed.echo
+    if blocked:
+        echo["instructions"] = None
+        echo["tools"] = []
+        return
+    if parsed.instructions is not None:
+        echo["instructions"] = checked["messages"][0]["content"]
+    # By name: tool_choice's allowed_tools sends upstream (and checks) only some of them.
+    checked_tools = {
+        tool["function"]["name"]: tool["function"] for tool in checked.get("tools") or []
+    }
+    for echoed in echo["tools"]:
+        function = checked_tools.get(echoed["name"])
+        if function is not None:
+            echoed["description"] = function.get("description")
+            echoed["parameters"] = function.get("parameters")
+
+
 def upstream_body(chat_body: dict[str, Any]) -> dict[str, Any]:
     """The checked chat request as it goes upstream: `developer` messages (and the
     instructions) become `system`, which every chat backend and template knows. The shields
