@@ -119,4 +119,7 @@ async def test_a_large_request_does_not_stall_other_requests(
         done.set()
         worst = await watcher
         assert took > 0.3  # the check is real work: the bound below means something
-        assert worst < 0.25, f"a health check waited {worst:.2f} s behind a {took:.2f} s request"
+        # Measured here: 0.06-0.16 s off the loop on a quiet machine, 3.4 s on it. The bound
+        # leaves room for a busy CI machine (and a garbage collection of the parsed body, which
+        # holds the interpreter whichever thread triggers it), not for a stalled loop.
+        assert worst < 1.0, f"a health check waited {worst:.2f} s behind a {took:.2f} s request"
