@@ -147,7 +147,117 @@ FAKES: dict[str, Fake] = {
     ),
     "password_hash": _whole(lambda r: "$2b$12$" + rand(r, 53, ALNUM + "./")),
     "putty_private_key": lambda r: putty(r, lines=2),
+    # Vendor token formats (shields/builtin/secrets_vendors.py), built from each vendor's
+    # documented prefix, alphabet and length.
+    "gitlab_token": _whole(lambda r: "glpat-" + rand(r, 20, B64URL, mixed=True)),
+    "npm_token": _whole(lambda r: "npm_" + rand(r, 36, mixed=True)),
+    "pypi_token": _whole(lambda r: "pypi-AgEIcHlwaS5vcmc" + rand(r, 150, B64URL, mixed=True)),
+    "rubygems_api_key": _whole(lambda r: "rubygems_" + rand(r, 48, HEX)),
+    "docker_hub_token": _whole(lambda r: "dckr_pat_" + rand(r, 27, B64URL, mixed=True)),
+    "atlassian_api_token": _whole(
+        lambda r: "ATATT3xFfGF0" + rand(r, 171, B64URL, mixed=True) + "=" + rand(r, 8, HEXU)
+    ),
+    "sonarqube_token": _whole(lambda r: "squ_" + rand(r, 40, HEX)),
+    "jfrog_token": _whole(lambda r: "AKCp" + rand(r, 69, mixed=True)),
+    "huggingface_token": _whole(lambda r: "hf_" + rand(r, 34, string.ascii_letters)),
+    "groq_api_key": _whole(lambda r: "gsk_" + rand(r, 52, mixed=True)),
+    "ai_api_key": _whole(lambda r: "pplx-" + rand(r, 48, mixed=True)),
+    "digitalocean_token": _whole(lambda r: "dop_v1_" + rand(r, 64, HEX)),
+    "vault_token": _whole(lambda r: "hvs.CAESI" + rand(r, 90, B64URL, mixed=True)),
+    "terraform_cloud_token": lambda r: _terraform(r),
+    "pulumi_access_token": _whole(lambda r: "pul-" + rand(r, 40, HEX)),
+    "doppler_token": _whole(lambda r: "dp.pt." + rand(r, 43, mixed=True)),
+    "databricks_token": _whole(lambda r: "dapi" + rand(r, 32, HEX) + "-2"),
+    "planetscale_token": _whole(lambda r: "pscale_tkn_" + rand(r, 43, B64URL, mixed=True)),
+    "supabase_token": _whole(lambda r: "sbp_" + rand(r, 40, HEX)),
+    "alibaba_access_key_id": _whole(lambda r: "LTAI" + rand(r, 20, mixed=True)),
+    "heroku_api_key": _whole(lambda r: "HRKU-AA" + rand(r, 58, B64URL, mixed=True)),
+    "netlify_token": _whole(lambda r: "nfp_" + rand(r, 36, mixed=True)),
+    "sentry_token": _whole(
+        lambda r: (
+            "sntrys_"
+            + b64(r, {"iat": 1716239022, "url": "https://sentry.io"})
+            + "_"
+            + rand(r, 43, B64, mixed=True)
+        )
+    ),
+    "grafana_token": _whole(lambda r: "glsa_" + rand(r, 32, mixed=True) + "_" + rand(r, 8, HEX)),
+    "new_relic_key": _whole(lambda r: "NRAK-" + rand(r, 27, B32U36)),
+    "dynatrace_token": _whole(
+        lambda r: "dt0c01." + rand(r, 24, B32U36) + "." + rand(r, 64, B32U36)
+    ),
+    "posthog_personal_key": _whole(lambda r: "phx_" + rand(r, 43, mixed=True)),
+    "shopify_token": _whole(lambda r: "shpat_" + rand(r, 32, HEX)),
+    "twilio_api_key": _whole(lambda r: "SK" + rand(r, 32, HEX)),
+    "sendgrid_api_key": _whole(
+        lambda r: "SG." + rand(r, 22, B64URL, mixed=True) + "." + rand(r, 43, B64URL, mixed=True)
+    ),
+    "mailgun_api_key": _whole(lambda r: "key-" + rand(r, 32, LOWER36)),
+    "brevo_api_key": _whole(
+        lambda r: "xkeysib-" + rand(r, 64, HEX) + "-" + rand(r, 16, mixed=True)
+    ),
+    "postman_api_key": _whole(lambda r: "PMAK-" + rand(r, 24, HEX) + "-" + rand(r, 34, HEX)),
+    "telegram_bot_token": _whole(
+        lambda r: rand(r, 10, "123456789") + ":AA" + rand(r, 33, B64URL, mixed=True)
+    ),
+    "discord_bot_token": _whole(
+        lambda r: (
+            base64.urlsafe_b64encode(rand(r, 18, "123456789").encode()).decode()
+            + "."
+            + rand(r, 6, B64URL)
+            + "."
+            + rand(r, 38, B64URL, mixed=True)
+        )
+    ),
+    "discord_webhook": lambda r: _discord_webhook(r),
+    "slack_app_token": _whole(
+        lambda r: (
+            "xapp-1-A"
+            + rand(r, 10, string.ascii_uppercase + string.digits)
+            + "-"
+            + rand(r, 13, string.digits)
+            + "-"
+            + rand(r, 64, HEX)
+        )
+    ),
+    "stripe_webhook_secret": _whole(lambda r: "whsec_" + rand(r, 32, mixed=True)),
+    "square_token": _whole(lambda r: "EAAA" + rand(r, 60, B64URL, mixed=True)),
+    "braintree_access_token": _whole(
+        lambda r: "access_token$production$" + rand(r, 16, LOWER36) + "$" + rand(r, 32, HEX)
+    ),
+    "linear_api_key": _whole(lambda r: "lin_api_" + rand(r, 40, mixed=True)),
+    "notion_token": _whole(lambda r: "ntn_" + rand(r, 11, string.digits) + rand(r, 35, mixed=True)),
+    "figma_token": _whole(lambda r: "figd_" + rand(r, 40, B64URL, mixed=True)),
+    "google_oauth_token": _whole(lambda r: "GOCSPX-" + rand(r, 28, B64URL, mixed=True)),
+    "onepassword_token": _whole(
+        lambda r: "ops_" + b64(r, {"signInAddress": "my.1password.com", "email": "ci"})
+    ),
+    "age_secret_key": _whole(lambda r: "AGE-SECRET-KEY-1" + rand(r, 58, BECH32)),
 }
+
+HEX = "0123456789abcdef"
+HEXU = HEX.upper()
+B32U36 = string.ascii_uppercase + string.digits
+LOWER36 = string.ascii_lowercase + string.digits
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+
+
+def b64(rng: random.Random, data: dict[str, object]) -> str:
+    """Base64 of a JSON payload with a random key, as vendors build structured tokens."""
+    payload = {**data, "key": rand(rng, 40, mixed=True)}
+    return base64.b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+
+
+def _terraform(rng: random.Random) -> tuple[str, str]:
+    """``<id>.atlasv1.<secret>``: the secret after the infix is what is reported."""
+    secret = rand(rng, 67, B64URL, mixed=True)
+    return f"{rand(rng, 14, mixed=True)}.atlasv1.{secret}", secret
+
+
+def _discord_webhook(rng: random.Random) -> tuple[str, str]:
+    token = rand(rng, 68, B64URL, mixed=True)
+    url = f"https://discord.com/api/webhooks/{rand(rng, 18, '123456789')}/{token}"
+    return url, token
 
 
 def putty(rng: random.Random, lines: int) -> tuple[str, str]:
@@ -474,9 +584,9 @@ def test_bad_specs_are_explained(options: dict[str, object], message: str) -> No
 
 def test_policy_errors_name_the_key_path() -> None:
     with pytest.raises(PolicyError) as info:
-        parse_policy("name: x\ninput:\n  - {id: s, type: secrets, rules: [jwt, gitlab_token]}\n")
+        parse_policy("name: x\ninput:\n  - {id: s, type: secrets, rules: [jwt, acme_token]}\n")
     text = str(info.value)
-    assert "input[0].rules" in text and "unknown rule 'gitlab_token'" in text
+    assert "input[0].rules" in text and "unknown rule 'acme_token'" in text
     assert "github_fine_grained_token" in text  # the known ids are listed
     with pytest.raises(PolicyError, match="raise it to at least"):
         parse_policy("name: x\nstream: {holdback_chars: 64}\noutput: [{id: s, type: secrets}]\n")
@@ -901,4 +1011,127 @@ def test_prose_is_held_only_from_a_credential_key_word() -> None:
     scan.feed("Your pass")  # may become "password = ..."
     assert scan.received - scan.safe_end == len("pass")
     scan.feed("word reset link expires soon. ")  # "password reset" is no credential
+    assert scan.safe_end == scan.received
+
+
+# -- vendor token formats ------------------------------------------------------------------------
+
+VENDOR = random.Random("vendor")
+ROUTABLE = "glpat-" + rand(VENDOR, 40, B64URL, mixed=True) + ".01" + rand(VENDOR, 7, LOWER36)
+
+
+@pytest.mark.parametrize(
+    ("secret", "label"),
+    [
+        (ROUTABLE, "gitlab_token"),  # a routable token: payload, then ".<version><crc>"
+        ("gldt-" + rand(VENDOR, 20, B64URL, mixed=True), "gitlab_token"),
+        ("glptt-" + rand(VENDOR, 40, HEX), "gitlab_token"),
+        ("GR1348941" + rand(VENDOR, 20, B64URL, mixed=True), "gitlab_token"),
+        ("api_org_" + rand(VENDOR, 34, string.ascii_letters), "huggingface_token"),
+        ("pypi-AgENdGVzdC5weXBpLm9yZw" + rand(VENDOR, 120, B64URL, mixed=True), "pypi_token"),
+        ("sntryu_" + rand(VENDOR, 64, HEX), "sentry_token"),
+        ("NRII-" + rand(VENDOR, 32, B64URL, mixed=True), "new_relic_key"),
+        ("sq0csp-" + rand(VENDOR, 43, B64URL, mixed=True), "square_token"),
+        ("ya29." + rand(VENDOR, 150, B64URL, mixed=True), "google_oauth_token"),
+        ("hvb." + rand(VENDOR, 138, B64URL, mixed=True), "vault_token"),
+        ("secret_" + rand(VENDOR, 43, mixed=True), "notion_token"),
+        ("sb_secret_" + rand(VENDOR, 32, B64URL, mixed=True), "supabase_token"),
+        ("xai-" + rand(VENDOR, 80, mixed=True), "ai_api_key"),
+        ("dor_v1_" + rand(VENDOR, 64, HEX), "digitalocean_token"),
+        ("shpss_" + rand(VENDOR, 32, HEX), "shopify_token"),
+    ],
+)
+def test_vendor_format_variants(secret: str, label: str) -> None:
+    text = f"token: {secret}\n"
+    assert {f.label for f in check_text([REDACT], text)} == {label}
+    assert redacted(text) == "token: [SECRET]\n"
+
+
+def test_a_vendor_token_assigned_to_a_key_is_reported_by_its_own_rule_whole() -> None:
+    """`NPM_TOKEN=npm_...`: the configuration rule leaves the value to the vendor rule."""
+    _, token = FAKES["npm_token"](random.Random("npmrc"))
+    text = f"//registry.npmjs.org/:_authToken={token}\nNPM_TOKEN={token}\n"
+    assert found(text) == [("npm_token", token), ("npm_token", token)]
+
+
+def test_an_azure_storage_account_key_is_a_generic_secret() -> None:
+    key = rand(random.Random("azure"), 86, B64, mixed=True) + "=="
+    text = f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={key};EndpointSuffix=x"
+    assert redacted(text) == text.replace(key, "[SECRET]")
+
+
+def test_a_routable_gitlab_token_keeps_the_full_stop_after_it() -> None:
+    assert redacted(f"Use {ROUTABLE}.") == "Use [SECRET]."
+
+
+def test_a_terraform_token_redacts_the_secret_after_the_infix() -> None:
+    """Alone, the rule reports the secret after ".atlasv1." (the id before it is public);
+    next to a token key, the configuration rule takes the whole value first."""
+    fragment, secret = FAKES["terraform_cloud_token"](random.Random("tfc"))
+    text = f"Run terraform login; it stores {fragment} for you."
+    assert found(text) == [("terraform_cloud_token", secret)]
+    config = f'credentials "app.terraform.io" {{ token = "{fragment}" }}'
+    assert redacted(config) == config.replace(fragment, "[SECRET]")
+
+
+VR = random.Random("vendor near")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "glpat-" + rand(VR, 19, B64URL, mixed=True),  # one character short
+        "glpat-xxxxxxxxxxxxxxxxxxxx",  # the placeholder of docs and READMEs
+        "glpat-EXAMPLEEXAMPLEEXAMPLE",
+        "Prefix your GitLab tokens: glpat- for personal ones, gldt- for deploy tokens.",
+        "hf_" + rand(VR, 33, string.ascii_letters),  # one letter short
+        "hf_" + rand(VR, 34, string.ascii_letters) + "_cache",  # a longer identifier
+        "hf_TokenizerConfigurationLoaderMain",  # a CamelCase name: a capital a word
+        "from huggingface_hub import hf_hub_download; hf_hub_download(repo_id)",
+        "npm_" + rand(VR, 36, string.ascii_letters),  # a real npm token has digits
+        "npm_config_cache=/tmp/npm",
+        "gsk_" + "x" * 52,
+        "phc_" + rand(VR, 43, mixed=True),  # PostHog's project key: public by design
+        "SK" + rand(VR, 31, HEX),  # Twilio SIDs are 32 hex digits
+        "SKU-" + rand(VR, 32, HEX),
+        "key-" + "a" * 32,
+        "key-value store: key-" + "0123456789abcdef" * 2,  # ascending: typed, not generated
+        "dapi" + rand(VR, 31, HEX),
+        "pul-" + rand(VR, 40, string.ascii_lowercase),  # not hex
+        "secret_" + rand(VR, 42, mixed=True),
+        "secret_key_base_for_development_only",
+        "SG." + rand(VR, 21, B64URL, mixed=True) + "." + rand(VR, 43, B64URL, mixed=True),
+        "123456789:AB" + rand(VR, 33, B64URL, mixed=True),  # bot tokens go on with "AA"
+        "at 12:30 the bot replied 1234567890",
+        # The id segment must decode to digits: these letters are base64 of other bytes.
+        "MTEx" + rand(VR, 20, string.ascii_lowercase) + "." + rand(VR, 6) + "." + rand(VR, 38),
+        "AGE-SECRET-KEY-1" + rand(VR, 58, BECH32).lower(),  # bech32 keys are upper case
+        "AGE-SECRET-KEY-1" + "Q" * 58,
+        "dt0c01." + rand(VR, 24, LOWER36) + "." + rand(VR, 64, LOWER36),
+        "host.atlasv1.short",
+        "pypi-AgEIcHlwaS5vcmc...",
+        "shpat_" + rand(VR, 31, HEX),
+        "AKCp" + rand(VR, 56, mixed=True),  # a JFrog API key is 73 characters
+        "Meet Mo, NOTE: MDT is Mountain Daylight Time; OTP codes expire.",
+        "access_token$production$...",
+        "sq0atp-your-access-token-here",
+    ],
+)
+def test_vendor_look_alikes_and_placeholders_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+def test_prose_is_held_only_for_what_may_begin_a_vendor_token() -> None:
+    """A number may be a Telegram bot id and "M" a Discord token's first letter: held until
+    the next character says otherwise, and nothing else is."""
+    scan = TextScan([DEFAULT], holdback=DEFAULT.max_match, adaptive=True)
+    scan.feed("The build finished in 42 minutes. Ask ")
+    assert scan.safe_end == scan.received
+    scan.feed("M")
+    assert scan.received - scan.safe_end == 1
+    scan.feed("ary about it; the bot's id is 1234567890")
+    assert scan.received - scan.safe_end == len("1234567890")
+    scan.feed(" and the key is glp")
+    assert scan.received - scan.safe_end == len("glp")
+    scan.feed("at- or gl, which we do not share. ")
     assert scan.safe_end == scan.received

@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import re2
 from pydantic import Field, field_validator, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
@@ -64,6 +65,7 @@ from shields.builtin.secrets_rules import (
     random_looking,
     shannon_entropy,
 )
+from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
 from shields.registry import register
 from shields.spec import ShieldSpecBase
@@ -265,7 +267,9 @@ VENDOR_RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULES: tuple[Rule, ...] = VENDOR_RULES + CONFIG_RULES
+# Vendor formats before the configuration rules: `NPM_TOKEN=npm_...` is an npm token, reported
+# whole by its own rule (the configuration rules defer to every vendor prefix).
+RULES: tuple[Rule, ...] = VENDOR_RULES + VENDOR_TOKEN_RULES + CONFIG_RULES
 
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 _BY_ID = {rule.id: rule for rule in RULES}
@@ -369,6 +373,24 @@ def _anchored(pattern: str | None) -> Searcher | None:
     return searcher(compile_pattern(pattern, case_sensitive=True), anchored=True)
 
 
+# RE2's default budget (8 MB) holds too few DFA states for the program of every rule together
+# (~22,000 instructions, each state a list of thousands): a search of the combined pattern then
+# gives up on the DFA and runs the NFA, 10x slower and more. The budget caps a cache filled as
+# states are met; it is not allocated up front.
+_RULES_MAX_MEM = 64 << 20
+
+
+def _compile_rules(pattern: str, *, capture: bool = True) -> Any:
+    """``compile_pattern`` (validated, case-sensitive) with the larger DFA budget."""
+    compile_pattern(pattern, case_sensitive=True, capture=capture)  # the checks and messages
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = True
+    options.never_capture = not capture
+    options.max_mem = _RULES_MAX_MEM
+    return re2.compile(pattern, options)
+
+
 def _class_bytes(char_class: str) -> frozenset[int]:
     pattern = re.compile(f"[{char_class}]")
     return frozenset(b for b in range(128) if pattern.fullmatch(chr(b)))
@@ -415,16 +437,14 @@ class SecretsShield(Shield):
             )
             group += 1 + inner
         self._rules = compiled
-        self._regex = searcher(compile_pattern("|".join(parts), case_sensitive=True))
+        self._regex = searcher(_compile_rules("|".join(parts)))
         # Where a match may start, whole or still forming at the end of the text (``open_from``).
         whole = "|".join(parts)
         forming = prefix_pattern(whole)
         self._open_search: Searcher | None = None
         self._prefix_at: Searcher | None = None
         self._forming: Searcher | None = None
-        self._match_at: Searcher = searcher(
-            compile_pattern(whole, case_sensitive=True), anchored=True
-        )
+        self._match_at: Searcher = searcher(_compile_rules(whole), anchored=True)
         triggers = "|".join(f"(?:{rule.prefix})" for rule in rules)
         trigger_forming = prefix_pattern(triggers)
         if forming is not None and trigger_forming is not None:
@@ -444,7 +464,7 @@ class SecretsShield(Shield):
                 compile_pattern(triggers, case_sensitive=True, capture=False), anchored=True
             )
             self._forming = searcher(
-                compile_pattern(f"{forming}\\z", case_sensitive=True, capture=False),
+                _compile_rules(f"{forming}\\z", capture=False),
                 anchored=True,
             )
         prefixes = [rule.prefix for rule in rules]

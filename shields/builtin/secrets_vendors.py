@@ -1,0 +1,473 @@
+"""Vendor token formats, as data: the ``secrets`` shield's rules for prefixed API tokens.
+
+Each rule is a vendor's documented token shape: a fixed prefix (``glpat-``, ``hf_``, ``npm_``,
+``dop_v1_``...), then a body of a known alphabet and length. The prefix is what makes a token
+recognisable without any key name next to it, so these rules need no context; the body is
+checked to look generated (``random_looking``), which turns away documentation placeholders
+(``hf_xxxxxxxx...``, ``glpat-EXAMPLE...``) and names in code.
+
+Three constraints shape the patterns, all from the engine in ``shields.builtin.secrets``:
+
+- A rule's *prefix* is a stream's trigger: text is held from where a prefix may begin. A
+  prefix that is a common word or two letters (``key-``, ``SK``, ``dapi``, ``secret_``)
+  therefore carries the token's fixed-length body too, so prose holds at most a word, and a
+  configuration value that merely starts with those letters (``password: SKy-2024!``) is not
+  left by the configuration rules (``defers_to_prefixes``) to a rule that will not take it.
+- ``max_match`` stays bounded (159 with every rule): a body is at most 64 characters, and a
+  token that may be longer (PyPI macaroons, GitLab routable tokens, Vault and Atlassian tokens)
+  goes on in ``tail`` pieces, as JWTs do.
+- A match may only start at its prefix: where a token's public part comes first (Terraform
+  Cloud's ``<id>.atlasv1.<secret>``) the rule starts at the fixed infix and reports the secret
+  part, which is what must not leak; an any-word prefix would hold every word of a stream.
+
+Publishable keys made to be embedded in web pages are not rules, as with Stripe's ``pk_``:
+PostHog's project key ``phc_``, New Relic's browser key ``NRJS-``, Supabase's
+``sb_publishable_``, Mapbox's ``pk.``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from shields.builtin.secrets_rules import Rule, Thresholds, Validator, random_looking
+
+__all__ = ["VENDOR_TOKEN_RULES"]
+
+
+def _generated(
+    head: str, min_bits: float = 3.0, *, digit: bool = False, mixed: bool = False
+) -> Validator:
+    """The part after ``head`` (a regex of the fixed prefix) must look generated; ``digit`` and
+    ``mixed`` (upper and lower case) are what every real token of an alphabet that rich has."""
+    fixed = re.compile(head)
+
+    def check(secret: str, _: Thresholds) -> bool:
+        found = fixed.match(secret)
+        body = secret[found.end() :] if found else secret
+        if digit and not any(c.isdigit() for c in body):
+            return False
+        if mixed and not (any(c.isupper() for c in body) and any(c.islower() for c in body)):
+            return False
+        return random_looking(body, min_bits)
+
+    return check
+
+
+def _letters(head: str) -> Validator:
+    """A letters-only body (Hugging Face): random case, so about half its letters are capitals;
+    a CamelCase name has one a word (``hf_TokenizerConfigurationLoaderMain``)."""
+    generated = _generated(head, 3.5, mixed=True)
+    fixed = re.compile(head)
+
+    def check(secret: str, thresholds: Thresholds) -> bool:
+        found = fixed.match(secret)
+        body = secret[found.end() :] if found else secret
+        capitals = sum(c.isupper() for c in body) / max(len(body), 1)
+        return 0.25 <= capitals <= 0.75 and generated(secret, thresholds)
+
+    return check
+
+
+def _discord(secret: str, thresholds: Thresholds) -> bool:
+    """A Discord bot token's first segment is the bot's numeric id, base64-encoded."""
+    first = secret.split(".", 1)[0]
+    try:
+        decoded = base64.urlsafe_b64decode(first + "=" * (-len(first) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):  # ValueError covers bad ASCII
+        return False
+    if not (decoded.isdigit() and 17 <= len(decoded) <= 20):
+        return False
+    return random_looking(secret.rsplit(".", 1)[-1], 3.5)
+
+
+# Alphabets of token bodies (RE2 class bodies).
+_ALNUM = "A-Za-z0-9"
+_URLSAFE = "A-Za-z0-9_-"
+_HEX = "0-9a-f"
+
+
+def _token_rule(
+    rule_id: str,
+    description: str,
+    prefix: str,
+    body: str,
+    check: Validator,
+    *,
+    ends: str | None = _URLSAFE,
+    tail: str | None = None,
+) -> Rule:
+    """A prefixed token; ``ends`` are the characters that may not follow it (the body would
+    go on: not this format), ``tail`` its continuation pieces when it may be longer."""
+    return Rule(rule_id, description, prefix, body, check, not_followed_by=ends, tail=tail)
+
+
+VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
+    # -- source hosting, CI, package registries --------------------------------------------
+    _token_rule(
+        "gitlab_token",
+        "GitLab tokens: personal/project/group (glpat-), deploy (gldt-), runner (glrt-), "
+        "CI job (glcbt-), trigger (glptt-), OAuth app secret (gloas-), feed (glft-), incoming "
+        "mail (glimt-), agent (glagent-), SCIM (glsoat-), feature flags (glffct-), runner "
+        "registration (GR1348941); routable tokens (payload.version+crc) whole",
+        r"\b(?:gl(?:pat|dt|rt|cbt|ptt|oas|ft|imt|agent|soat|ffct)-|GR1348941)",
+        f"[{_URLSAFE}]{{20,64}}",
+        _generated(r"gl[a-z]+-|GR1348941", 3.0),
+        ends=None,
+        # A routable token goes on with ".<version><crc>": a dot only when more follows, so
+        # the full stop after a token in a sentence stays.
+        tail=f"\\.?[{_URLSAFE}]{{1,64}}",
+    ),
+    _token_rule(
+        "npm_token",
+        "npm access token (npm_ + 36)",
+        r"\bnpm_",
+        f"[{_ALNUM}]{{36}}",
+        _generated("npm_", 3.5, digit=True),
+    ),
+    _token_rule(
+        "pypi_token",
+        "PyPI / TestPyPI API token (pypi-AgEIcHlwaS5vcmc..., a macaroon)",
+        r"\bpypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)",
+        f"[{_URLSAFE}]{{50,64}}",
+        _generated(r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)", 3.5),
+        ends=None,
+        tail=f"[{_URLSAFE}]{{1,64}}",
+    ),
+    _token_rule(
+        "rubygems_api_key",
+        "RubyGems API key (rubygems_ + 48 hex)",
+        r"\brubygems_",
+        f"[{_HEX}]{{48}}",
+        _generated("rubygems_", 3.0),
+    ),
+    _token_rule(
+        "docker_hub_token",
+        "Docker Hub personal or organization access token (dckr_pat_, dckr_oat_)",
+        r"\bdckr_(?:pat|oat)_",
+        f"[{_URLSAFE}]{{27,64}}",
+        _generated(r"dckr_[a-z]+_", 3.0),
+    ),
+    _token_rule(
+        "atlassian_api_token",
+        "Atlassian API token (ATATT3...), Atlassian admin key (ATCTT3...), Bitbucket app "
+        "password (ATBB...)",
+        r"\b(?:ATATT3|ATCTT3|ATBB)",
+        f"[{_ALNUM}_=-]{{28,64}}",
+        _generated(r"ATATT3|ATCTT3|ATBB", 3.5, digit=True),
+        ends=None,
+        tail=f"[{_ALNUM}_=-]{{1,64}}",
+    ),
+    _token_rule(
+        "sonarqube_token",
+        "SonarQube token: user (squ_), project analysis (sqp_), global analysis (sqa_)",
+        r"\bsq[upa]_",
+        f"[{_HEX}]{{40}}",
+        _generated(r"sq[upa]_", 3.0),
+    ),
+    # Exact lengths in the prefix: a shorter AKCp... run is not a JFrog key.
+    _token_rule(
+        "jfrog_token",
+        "JFrog Artifactory API key (AKCp + 69) or reference token (base64 'reftkn:01:' + 50)",
+        f"\\b(?:AKCp[{_ALNUM}]{{69}}|cmVmdGtuOjAxOj[{_ALNUM}]{{50}})",
+        "",
+        _generated(r"AKCp|cmVmdGtuOjAxOj", 3.5, digit=True),
+        ends=_ALNUM,
+    ),
+    # -- AI and ML platforms -----------------------------------------------------------------
+    _token_rule(
+        "huggingface_token",
+        "Hugging Face user access token (hf_ + 34 letters) or organization token (api_org_)",
+        r"\b(?:hf_|api_org_)",
+        "[A-Za-z]{34}",
+        _letters("hf_|api_org_"),
+        ends=_URLSAFE,
+    ),
+    _token_rule(
+        "groq_api_key",
+        "Groq API key (gsk_ + 52)",
+        r"\bgsk_",
+        f"[{_ALNUM}]{{52}}",
+        _generated("gsk_", 3.5, digit=True),
+    ),
+    _token_rule(
+        "ai_api_key",
+        "AI platform API keys: Perplexity (pplx-), xAI (xai-), Replicate (r8_), Together AI "
+        "(tgp_v1_), Tavily (tvly-), LangSmith (lsv2_pt_, lsv2_sk_)",
+        r"\b(?:pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_)",
+        f"[{_URLSAFE}]{{32,80}}",
+        _generated(r"pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_", 3.5),
+    ),
+    # -- cloud, infrastructure, databases ------------------------------------------------------
+    _token_rule(
+        "digitalocean_token",
+        "DigitalOcean token: personal (dop_v1_), OAuth (doo_v1_), refresh (dor_v1_)",
+        r"\bdo[por]_v1_",
+        f"[{_HEX}]{{64}}",
+        _generated(r"do[por]_v1_", 3.0),
+    ),
+    _token_rule(
+        "vault_token",
+        "HashiCorp Vault token: service (hvs.), batch (hvb.), recovery (hvr.)",
+        r"\bhv[sbr]\.",
+        f"[{_URLSAFE}]{{24,64}}",
+        _generated(r"hv[sbr]\.", 3.5),
+        ends=None,
+        tail=f"[{_URLSAFE}]{{1,64}}",
+    ),
+    # "<14-character id>.atlasv1.<secret>": the match starts at the fixed infix (a prefix
+    # of any 14 characters would make every word of a stream a possible start, and one that
+    # starts with the dot every full stop), and the secret after it is what is reported.
+    _token_rule(
+        "terraform_cloud_token",
+        "Terraform Cloud / Enterprise API token (<id>.atlasv1.<secret>): the secret part",
+        r"\batlasv1\.",
+        f"([{_ALNUM}_=-]{{60,70}})",
+        _generated("", 3.5),
+        ends=f"{_ALNUM}_=-",
+    ),
+    _token_rule(
+        "pulumi_access_token",
+        "Pulumi access token (pul- + 40 hex)",
+        f"\\bpul-[{_HEX}]{{40}}",
+        "",
+        _generated("pul-", 3.0),
+    ),
+    _token_rule(
+        "doppler_token",
+        "Doppler token: personal (dp.pt.), service (dp.st.), service account (dp.sa.), CLI "
+        "(dp.ct.), SCIM (dp.scim.), audit (dp.audit.)",
+        r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.",
+        f"[{_ALNUM}]{{40,44}}",
+        _generated(r"dp\.[a-z]+\.", 3.5),
+    ),
+    _token_rule(
+        "databricks_token",
+        "Databricks personal access token (dapi + 32 hex, optionally -N)",
+        f"\\bdapi[{_HEX}]{{32}}",
+        "(?:-[0-9])?",
+        _generated("dapi", 3.0, digit=True),
+        ends=_ALNUM + "_",
+    ),
+    _token_rule(
+        "planetscale_token",
+        "PlanetScale service token (pscale_tkn_), password (pscale_pw_), OAuth (pscale_oauth_)",
+        r"\bpscale_(?:tkn|pw|oauth)_",
+        f"[{_ALNUM}_.=-]{{32,64}}",
+        _generated(r"pscale_[a-z]+_", 3.5),
+    ),
+    _token_rule(
+        "supabase_token",
+        "Supabase personal access token (sbp_) or secret API key (sb_secret_)",
+        r"\b(?:sbp_|sb_secret_)",
+        f"[{_URLSAFE}]{{20,64}}",
+        _generated(r"sbp_|sb_secret_", 3.0),
+    ),
+    _token_rule(
+        "alibaba_access_key_id",
+        "Alibaba Cloud AccessKey ID (LTAI + 12-20)",
+        r"\bLTAI",
+        f"[{_ALNUM}]{{12,20}}",
+        _generated("LTAI", 3.0, digit=True),
+        ends=_ALNUM,
+    ),
+    _token_rule(
+        "heroku_api_key",
+        "Heroku API key, current format (HRKU-AA + 58)",
+        r"\bHRKU-AA",
+        f"[{_URLSAFE}]{{58}}",
+        _generated("HRKU-AA", 3.5),
+    ),
+    _token_rule(
+        "netlify_token",
+        "Netlify personal access token (nfp_ + 36)",
+        r"\bnfp_",
+        f"[{_ALNUM}]{{36}}",
+        _generated("nfp_", 3.5, digit=True),
+    ),
+    # -- observability ---------------------------------------------------------------------
+    _token_rule(
+        "sentry_token",
+        "Sentry organization auth token (sntrys_eyJ...) or user auth token (sntryu_ + 64 hex)",
+        r"\bsntry[su]_",
+        f"[{_ALNUM}+/=_]{{40,64}}",
+        _generated(r"sntry[su]_", 3.5),
+        ends=None,
+        tail=f"[{_ALNUM}+/=_]{{1,64}}",
+    ),
+    _token_rule(
+        "grafana_token",
+        "Grafana token: Cloud access policy (glc_), service account (glsa_), API key (eyJrIjoi)",
+        r"\b(?:glc_|glsa_|eyJrIjoi)",
+        f"[{_ALNUM}+/=_]{{32,64}}",
+        _generated(r"glc_|glsa_|eyJrIjoi", 3.5),
+        ends=None,
+        tail=f"[{_ALNUM}+/=_]{{1,64}}",
+    ),
+    _token_rule(
+        "new_relic_key",
+        "New Relic user API key (NRAK- + 27) or Insights insert key (NRII- + 32)",
+        r"\bNR(?:AK|II)-",
+        f"[{_URLSAFE}]{{27,32}}",
+        _generated(r"NR[A-Z]{2}-", 3.5, digit=True),
+    ),
+    _token_rule(
+        "dynatrace_token",
+        "Dynatrace API token (dt0c01.<24>.<64>, dt0s..)",
+        r"\bdt0[a-z][0-9]{2}\.",
+        "[A-Z0-9]{24}\\.[A-Z0-9]{64}",
+        _generated(r"dt0[a-z][0-9]{2}\.", 3.5),
+        ends=_ALNUM,
+    ),
+    _token_rule(
+        "posthog_personal_key",
+        "PostHog personal API key (phx_ + 43); the project key phc_ is public by design",
+        r"\bphx_",
+        f"[{_ALNUM}]{{43}}",
+        _generated("phx_", 3.5, digit=True),
+    ),
+    # -- communication, payments, productivity ---------------------------------------------------
+    _token_rule(
+        "shopify_token",
+        "Shopify token: admin API (shpat_), shared secret (shpss_), custom app (shpca_), "
+        "private app (shppa_)",
+        r"\bshp(?:at|ss|ca|pa)_",
+        "[0-9a-fA-F]{32}",
+        _generated(r"shp[a-z]{2}_", 3.0),
+    ),
+    _token_rule(
+        "twilio_api_key",
+        "Twilio API key SID (SK + 32 hex)",
+        f"\\bSK[{_HEX}]{{32}}",
+        "",
+        _generated("SK", 3.0, digit=True),
+    ),
+    _token_rule(
+        "sendgrid_api_key",
+        "SendGrid API key (SG.<22>.<43>)",
+        r"\bSG\.",
+        f"[{_URLSAFE}]{{22}}\\.[{_URLSAFE}]{{43}}",
+        _generated(r"SG\.", 3.5),
+    ),
+    _token_rule(
+        "mailgun_api_key",
+        "Mailgun private API key, legacy format (key- + 32)",
+        r"\bkey-[0-9a-z]{32}",
+        "",
+        _generated("key-", 3.0, digit=True),
+    ),
+    _token_rule(
+        "brevo_api_key",
+        "Brevo (Sendinblue) API or SMTP key (xkeysib-, xsmtpsib- + 64 hex + -16)",
+        r"\bx(?:keysib|smtpsib)-",
+        f"[{_HEX}]{{64}}-[{_ALNUM}]{{16}}",
+        _generated(r"x[a-z]+-", 3.0),
+    ),
+    _token_rule(
+        "postman_api_key",
+        "Postman API key (PMAK-<24 hex>-<34 hex>)",
+        r"\bPMAK-",
+        f"[{_HEX}]{{24}}-[{_HEX}]{{34}}",
+        _generated("PMAK-", 3.0),
+    ),
+    _token_rule(
+        "telegram_bot_token",
+        "Telegram bot token (<bot id>:AA + 33)",
+        r"\b[0-9]{8,10}:AA",
+        f"[{_URLSAFE}]{{33}}",
+        _generated(r"[0-9]+:AA", 3.5),
+    ),
+    # The id segment is base64 of ASCII digits, so it begins M, N or O, then D, T, j or z...:
+    # prose is held for the one capital letter that may begin it, not for every word.
+    _token_rule(
+        "discord_bot_token",
+        "Discord bot token (<base64 bot id>.<timestamp>.<hmac>)",
+        r"\b[MNO][DTjz][AEIMQUYcgk][w-z0-5]",
+        f"[{_URLSAFE}]{{19,22}}\\.[{_URLSAFE}]{{6}}\\.[{_URLSAFE}]{{27,38}}",
+        _discord,
+    ),
+    _token_rule(
+        "discord_webhook",
+        "Discord webhook URL (discord.com/api/webhooks/<id>/<token>): the token",
+        r"discord(?:app)?\.com/api/webhooks/",
+        f"[0-9]{{17,20}}/([{_URLSAFE}]{{60,68}})",
+        _generated("", 3.5),
+    ),
+    _token_rule(
+        "slack_app_token",
+        "Slack app-level token (xapp-<n>-<app id>-<n>-<64 hex>)",
+        r"\bxapp-[0-9]-",
+        f"[A-Z0-9]{{9,12}}-[0-9]{{10,13}}-[{_HEX}]{{64}}",
+        _generated(r"xapp-[0-9]-[A-Z0-9]+-[0-9]+-", 3.0),
+    ),
+    _token_rule(
+        "stripe_webhook_secret",
+        "Stripe webhook signing secret (whsec_)",
+        r"\bwhsec_",
+        f"[{_ALNUM}+/=]{{32,64}}",
+        _generated("whsec_", 3.5, digit=True),
+        ends=_ALNUM + "+/=_",
+    ),
+    _token_rule(
+        "square_token",
+        "Square access token (EAAA + 60) or application secret (sq0csp-, legacy sq0atp-)",
+        r"\b(?:EAAA|sq0atp-|sq0csp-)",
+        f"[{_URLSAFE}]{{22,60}}",
+        _generated(r"EAAA|sq0[a-z]{3}-", 3.5),
+    ),
+    _token_rule(
+        "braintree_access_token",
+        "PayPal Braintree access token (access_token$production$...)",
+        r"access_token\$(?:production|sandbox)\$",
+        f"[0-9a-z]{{16}}\\$[{_HEX}]{{32}}",
+        _generated(r"access_token\$[a-z]+\$", 3.0),
+    ),
+    _token_rule(
+        "linear_api_key",
+        "Linear API key (lin_api_ + 40) or OAuth token (lin_oauth_)",
+        r"\blin_(?:api|oauth)_",
+        f"[{_ALNUM}]{{40,64}}",
+        _generated(r"lin_[a-z]+_", 3.5),
+    ),
+    _token_rule(
+        "notion_token",
+        "Notion integration token (ntn_ + 11 digits + 35; legacy secret_ + 43)",
+        f"\\b(?:ntn_[0-9]{{11}}[{_ALNUM}]{{35}}|secret_[{_ALNUM}]{{43}})",
+        "",
+        _generated(r"ntn_|secret_", 3.5, digit=True),
+    ),
+    _token_rule(
+        "figma_token",
+        "Figma personal access token (figd_)",
+        r"\bfigd_",
+        f"[{_URLSAFE}]{{40,64}}",
+        _generated("figd_", 3.5),
+    ),
+    _token_rule(
+        "google_oauth_token",
+        "Google OAuth client secret (GOCSPX-), access token (ya29.), refresh token (1//0)",
+        r"(?:\bGOCSPX-|\bya29\.|\b1//0)",
+        f"[{_URLSAFE}]{{28,64}}",
+        _generated(r"GOCSPX-|ya29\.|1//0", 3.5),
+        ends=None,
+        tail=f"[{_URLSAFE}]{{1,64}}",
+    ),
+    _token_rule(
+        "onepassword_token",
+        "1Password service account token (ops_eyJ...)",
+        r"\bops_eyJ",
+        f"[{_ALNUM}+/=_-]{{40,64}}",
+        _generated("ops_", 3.5),
+        ends=None,
+        tail=f"[{_ALNUM}+/=_-]{{1,64}}",
+    ),
+    _token_rule(
+        "age_secret_key",
+        "age encryption secret key (AGE-SECRET-KEY-1 + 58 bech32)",
+        r"\bAGE-SECRET-KEY-1",
+        "[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+        _generated("AGE-SECRET-KEY-1", 3.5),
+        ends=_ALNUM,
+    ),
+)
