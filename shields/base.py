@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -45,6 +45,7 @@ __all__ = [
     "Scanner",
     "Shield",
     "Stage",
+    "StageShields",
     "Verdict",
     "verdict_of",
 ]
@@ -206,3 +207,21 @@ class Shield(ABC):
             placeholder=self.spec.placeholder,
             monitor=self.monitor,
         )
+
+
+class StageShields(tuple[Shield, ...]):
+    """A stage's local shields, as a policy compiles them: a tuple that also says whether
+    whole texts are decoded (``shields.decode``) before those shields read them.
+
+    The setting travels with the shields because every whole-text check — the proxy's
+    input stage, non-stream replies, ``shieldgate scan`` and ``test`` — is handed the
+    stage's shields and nothing else of the policy. A list built from them (a subset) is a
+    plain sequence again: it decodes nothing.
+    """
+
+    decode: bool
+
+    def __new__(cls, shields: Iterable[Shield] = (), *, decode: bool = False) -> StageShields:
+        self = super().__new__(cls, shields)
+        self.decode = decode
+        return self

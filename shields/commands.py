@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from shields.base import Finding, Role, Stage
 from shields.cases import CaseResult, run_case
+from shields.decode import redecode
 from shields.evaluate import Evaluation, evaluate
 from shields.pipeline import BlockingRemote
 from shields.policy import (
@@ -353,6 +354,10 @@ def _finding_json(finding: Finding, text: str, explain: bool) -> dict[str, Any]:
         item["action"] = finding.action.value
         item["monitor"] = finding.monitor
         item["match"] = text[finding.start : finding.end]
+        # A finding in decoded text spans the encoded run: show what the shield read.
+        decoded = redecode(finding.label, item["match"])
+        if decoded:
+            item["decoded"] = decoded
     return item
 
 

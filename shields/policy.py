@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from shields.base import Role, Shield, Stage, Verdict
+from shields.base import Role, Shield, Stage, StageShields, Verdict
 from shields.registry import builtin_types
 from shields.remote import RemoteShield, remote_shields
 from shields.spec import ShieldSpecBase, StrictModel
@@ -25,6 +25,7 @@ from shields.spec import ShieldSpecBase, StrictModel
 __all__ = [
     "Case",
     "CompiledPolicy",
+    "DecodeSettings",
     "Policy",
     "PolicyError",
     "Problem",
@@ -56,6 +57,16 @@ class Refusal(StrictModel):
 class StreamSettings(StrictModel):
     # Characters held back behind the scanned text; >= every output shield's longest match.
     holdback_chars: int = Field(default=64, ge=0, le=65536)
+
+
+class DecodeSettings(StrictModel):
+    """Which stages also read what encoded runs of a whole text decode to (base64, hex,
+    percent-encoding, named ROT13: ``shields.decode``). Off unless a policy turns it on:
+    decoding costs a pass over the text, and what it finds blocks or redacts the whole run.
+    Streamed replies are not decoded (yet), whatever ``output`` says."""
+
+    input: bool = False
+    output: bool = False
 
 
 class CaseMessage(StrictModel):
@@ -90,6 +101,7 @@ class Policy(StrictModel):
     on_error: Literal["block", "allow"] = "block"
     refusal: Refusal = Refusal()
     stream: StreamSettings = StreamSettings()
+    decode: DecodeSettings = DecodeSettings()
     input: list[ShieldSpec] = Field(default_factory=list)
     output: list[ShieldSpec] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=list)
@@ -239,8 +251,11 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
         raise PolicyError([Problem(source, message, _format_loc(loc)) for loc, message in problems])
     if not digest:
         digest = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:12]
+    decode = {Stage.INPUT: spec.decode.input, Stage.OUTPUT: spec.decode.output}
     local = {
-        stage: tuple(s for s in built if not isinstance(s, RemoteShield))
+        stage: StageShields(
+            (s for s in built if not isinstance(s, RemoteShield)), decode=decode[stage]
+        )
         for stage, built in stages.items()
     }
     return CompiledPolicy(

@@ -17,12 +17,14 @@ that is the few characters that may still begin a deny-list phrase or a secret's
 from __future__ import annotations
 
 import logging
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Protocol
 
-from shields.base import Action, Chunk, Finding, Role, Scanner, Shield
+from shields.base import Action, Chunk, Finding, Role, Scanner, Shield, StageShields
+from shields.decode import decoded_label, decoded_pieces
 from shields.normalize import IdentityNormalizer, StreamNormalizer
 
 __all__ = [
@@ -55,6 +57,7 @@ class TextScan:
     __slots__ = (
         "_adaptive",
         "_batch",
+        "_decode",
         "_fail_closed",
         "_fingerprint",
         "_keep",
@@ -86,7 +89,9 @@ class TextScan:
             raise ValueError("batch must be >= 0")
         # A policy's stages are tuples: what depends only on the shields and the role is
         # worked out once per policy rather than once per text.
-        plan = _plan(shields, role) if type(shields) is tuple else _Plan.of(shields, role)
+        plan = _plan(shields, role) if isinstance(shields, tuple) else _Plan.of(shields, role)
+        # Whole texts only (``scan_whole``): a stream is fed piece by piece and never decoded.
+        self._decode = plan.shields if isinstance(shields, StageShields) and shields.decode else ()
         self._scanners: list[tuple[Shield, Scanner]] = [
             (shield, shield.scanner()) for shield in plan.shields
         ]
@@ -114,6 +119,39 @@ class TextScan:
     def active(self) -> bool:
         """False when no shield applies: the text can flow without being scanned."""
         return bool(self._scanners)
+
+    def decoded(self, text: str) -> list[Finding]:
+        """The findings of the same shields in what the encoded runs of ``text`` decode to,
+        each spanning the encoded run(s) it was found in (``shields.decode``); nothing
+        unless the stage decodes. ``text`` is the whole text this scan was fed."""
+        if not self._decode:
+            return []
+        pieces = decoded_pieces(text)
+        if not pieces:
+            return []
+        # One scan over all the pieces joined, not one per piece (a scan has a fixed cost):
+        # a payload split over two runs is then read as one text, as the model reads it.
+        starts: list[int] = []
+        at = 0
+        for piece in pieces:
+            starts.append(at)
+            at += len(piece.text) + 1
+        joined = "\n".join(piece.text for piece in pieces)
+        inner = TextScan(self._decode, fail_closed=self._fail_closed, fingerprint=self._fingerprint)
+        mapped: list[Finding] = []
+        for finding in scan_whole(inner, joined):
+            if finding.label == "shield_error":
+                mapped.append(finding)  # no span to map: the shield failed, not matched
+                continue
+            first = bisect_right(starts, finding.start) - 1
+            last = bisect_right(starts, max(finding.end - 1, finding.start)) - 1
+            covered = pieces[first : last + 1]
+            label = decoded_label(pieces[first].encoding, finding.label)
+            start = min(piece.start for piece in covered)
+            end = max(piece.end for piece in covered)
+            mapped.append(replace(finding, label=label, start=start, end=end))
+        # Several matches in one run (a decoded key block holds many) are one finding there.
+        return list(dict.fromkeys(mapped))
 
     @property
     def lookback(self) -> int:
@@ -398,6 +436,8 @@ def scan_whole(scan: WholeScan, text: str) -> list[Finding]:
         return []
     findings = scan.feed(text)
     findings.extend(scan.finish())
+    if isinstance(scan, TextScan):
+        findings.extend(scan.decoded(text))
     return findings
 
 
