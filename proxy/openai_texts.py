@@ -24,12 +24,17 @@ split across stream deltas is checked joined:
 - tool-call names: ``function.name`` and ``custom.name`` of each call, and the legacy
   ``function_call.name`` (``NAME_CHANNELS``). A client dispatches on them and an agent
   framework shows them to its model again, so they are output text too. In a whole reply they
-  are read here, each on a channel of its own; in a stream a name comes whole in the first
-  delta of its call (llama.cpp repeats it in every delta), so the guard checks it whole as it
-  arrives (``StreamIndices.names``) rather than as a channel that never ends. When the request
+  are read here, each on a channel of its own; in a stream a name must come whole in one
+  delta (llama.cpp repeats it in every delta), so the guard checks it whole as it arrives
+  (``StreamIndices.names``) rather than as a channel that never ends, and holds the event
+  that brought it until the next event of its call shows no piece follows. When the request
   declared tools, a name that is not one of them is a reply no client can act on safely.
 
-Any of these in a shape other than the documented one raises :class:`MalformedReply`.
+Any of these in a shape other than the documented one raises :class:`MalformedReply`. So does
+text where no reader looks, which a client may still show or act on: a content part other
+than a text or refusal part with only the keys read; a key that Go clients take for a known
+one (``json_codec.go_fold``) in a choice, message/delta, tool call or function object; and an
+unknown key holding a string in a message/delta, tool call or function object.
 
 Indices. The channels are keyed by choice and tool-call index, so an index must mean to every
 client what it means here. In a stream, clients assemble choices and tool calls into lists by
@@ -51,6 +56,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.json_codec import go_fold
+
 __all__ = [
     "MAX_TOOL_CALLS",
     "NAME_CHANNELS",
@@ -60,6 +67,8 @@ __all__ = [
     "StreamIndices",
     "TextField",
     "check_choice_index",
+    "check_choice_keys",
+    "check_message_key",
     "choice_message",
     "joined_text",
     "reply_fields",
@@ -79,10 +88,32 @@ READERS = TEXT_KEYS | {"tool_calls", "function_call", "audio", "reasoning_detail
 _MISPLACED = {False: ("delta", "text"), True: ("message", "text")}
 
 
+# Keys of a message/delta that real servers send and the proxy does not read: the role, and
+# OpenAI's ``annotations`` (citations of a web search). Any other key that no reader reads is
+# refused when it holds text (``_unread_key``): the SDK keeps unknown keys, and its stream
+# accumulator joins their pieces into the final message (``get_final_completion()``).
+_UNREAD_MESSAGE_KEYS = frozenset({"role", "annotations"})
+_MESSAGE_KEYS = READERS | _UNREAD_MESSAGE_KEYS
+# The keys of the objects inside a reply the readers walk: a choice, a tool call, its
+# ``function`` (and the legacy ``function_call``) and its ``custom`` object.
+_CHOICE_KEYS = frozenset({"index", "message", "delta", "finish_reason", "logprobs", "text"})
+_CALL_KEYS = frozenset({"index", "id", "type", "function", "custom"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+_CUSTOM_KEYS = frozenset({"name", "input"})
+# Go clients (Ollama's among them) match keys ignoring case (``json_codec.go_fold``): a
+# ``"Content"`` beside ``"content"`` may be the one such a client reads, unchecked here.
+_FOLDED = {
+    known: frozenset(map(go_fold, known))
+    for known in (_MESSAGE_KEYS, _CHOICE_KEYS, _CALL_KEYS, _FUNCTION_KEYS, _CUSTOM_KEYS)
+}
+# A content part of a reply is read when it is one of these types with only these keys; any
+# other part (an image, audio, a file, a type of its own) carries what the shields never see.
+_PART_TYPES = frozenset({"text", "output_text", "refusal"})
+_PART_KEYS = frozenset({"type", "text", "refusal"})
+
 # The second element of the channels that hold a tool call's name (whole replies only).
 NAME_CHANNELS = frozenset({"tool_name", "custom_tool_name", "function_call_name"})
-# How long a streamed name may grow by pieces (a hostile upstream sending a new piece per
-# delta): each piece has the whole name checked again, so this bounds that cost.
+# The longest tool-call name accepted in a stream (OpenAI's limit is 64 characters).
 _MAX_NAME_CHARS = 4096
 
 # Tool calls one choice of a stream may open (indices 0 to 127): OpenAI accepts at most 128
@@ -103,15 +134,18 @@ class StreamIndices:
     guard's channels (see the module's docstring).
     """
 
-    __slots__ = ("_calls", "_names", "choices", "n", "tools")
+    __slots__ = ("_calls", "_names", "choices", "n", "tools", "undecided")
 
     def __init__(self, n: int, tools: frozenset[str] | None = None) -> None:
         self.n = n  # the choices the request asked for
         self.tools = tools  # the tool names the request declared, if it declared any
         self.choices = 0
         self._calls: dict[int, int] = {}  # choice index -> tool-call indices open
-        # (choice, kind, call index) -> (the last piece of its name, the name so far)
-        self._names: dict[tuple[int, str, int], tuple[str, str]] = {}
+        # (choice, kind, call index) -> the call's name
+        self._names: dict[tuple[int, str, int], str] = {}
+        # The calls (``call_key``) whose name came in an event that no later event of the
+        # same call has followed yet: the guard holds that event back (see ``names``).
+        self.undecided: set[tuple[int, str, int]] = set()
 
     def open_choice(self, index: Any) -> None:
         """A choice index not open yet: accepted only as the next one, below ``n``."""
@@ -134,43 +168,135 @@ class StreamIndices:
             raise MalformedReply("a tool call's `index` skips one that has not come yet")
         self._calls[choice] = index + 1
 
-    def names(self, key: str, value: Any, choice: int) -> list[str]:
+    def names(
+        self, key: str, value: Any, choice: int
+    ) -> tuple[list[tuple[tuple[int, str, int], str]], bool]:
         """The tool-call names in a delta's ``tool_calls`` or ``function_call`` (``key``) that
-        are new text, each as the whole name the client now holds; read after ``reply_fields``
-        has accepted the same value (its shape and indices).
+        are new, each with its call's ``call_key``; and whether the delta decided a name (it
+        continues a call in ``undecided``). Read after ``reply_fields`` has accepted the same
+        value (its shape and indices).
 
-        A name repeated as it was (llama.cpp sends it in every delta) is no new text. A piece
-        that differs is appended, as the SDK's stream accumulator appends it. Raises
-        MalformedReply for a name the request's ``tools`` do not declare (a name that changes
-        mid-call cannot be a declared one either).
+        A name must come whole, in one delta: a name repeated as it was (llama.cpp sends it in
+        every delta) is no new text; a piece that differs fails the stream (MalformedReply), as
+        does a name the request's ``tools`` do not declare. The event that brings a name stays
+        ``undecided`` until another event of its call (or the end) shows that no piece follows:
+        a name that is the start of a blocked phrase never leaves before its end could come.
         """
-        found: list[str] = []
+        found: list[tuple[tuple[int, str, int], str]] = []
         if key == "function_call":
-            self._name(value.get("name") if type(value) is dict else None, (choice, key, 0), found)
-            return found
-        for call in value:
-            index = call["index"]
-            for kind, holder in (("tool_name", "function"), ("custom_tool_name", "custom")):
-                part = call.get(holder)
+            calls = [(call_key((choice, key)), "function_call", value)]
+        else:
+            calls = [(call_key((choice, key, call["index"])), "", call) for call in value]
+        undecided = self.undecided
+        decided = False
+        for call, _, _ in calls:
+            if call in undecided:
+                undecided.discard(call)
+                decided = True
+        for call, kind, holder in calls:
+            if kind:
+                self._name(holder.get("name") if type(holder) is dict else None, call, kind, found)
+                continue
+            for kind, part_key in (("tool_name", "function"), ("custom_tool_name", "custom")):
+                part = holder.get(part_key)
                 if type(part) is dict:
-                    self._name(part.get("name"), (choice, kind, index), found)
-        return found
+                    self._name(part.get("name"), call, kind, found)
+        undecided.update(call for call, _ in found)
+        return found, decided
 
-    def _name(self, name: Any, key: tuple[int, str, int], found: list[str]) -> None:
+    def decide(self, channel: tuple[Any, ...]) -> bool:
+        """An event of the call whose text is on ``channel`` came (a run of them): its name,
+        if undecided, is decided. Returns whether it was."""
+        if len(channel) < 2 or channel[1] not in _CALL_CHANNELS:
+            return False
+        call = call_key(channel)
+        if call in self.undecided:
+            self.undecided.discard(call)
+            return True
+        return False
+
+    def _name(
+        self,
+        name: Any,
+        call: tuple[int, str, int],
+        kind: str,
+        found: list[tuple[tuple[int, str, int], str]],
+    ) -> None:
         if name is None or name == "":
             return
         if type(name) is not str:
             raise MalformedReply("a tool call's `name` is not a string")
-        last, whole = self._names.get(key, ("", ""))
-        if name == last:
+        key = (call[0], kind, call[2])
+        known = self._names.get(key)
+        if known is not None:
+            if name != known:
+                # Clients append pieces; the proxy checks a name whole, so it must come whole.
+                raise MalformedReply("a tool call's `name` came in pieces")
             return
-        whole += name
-        if self.tools is not None and (last or whole not in self.tools):
+        if self.tools is not None and name not in self.tools:
             raise MalformedReply("the upstream called a tool the request did not declare")
-        if len(whole) > _MAX_NAME_CHARS:
+        if len(name) > _MAX_NAME_CHARS:
             raise MalformedReply("a tool call's `name` is too long")
-        self._names[key] = (name, whole)
-        found.append(whole)
+        self._names[key] = name
+        found.append((call, name))
+
+
+# The channels of a streamed call's text, and the call each belongs to (``call_key``).
+_CALL_CHANNELS = frozenset({"tool_calls", "custom_tool_calls", "function_call"})
+
+
+def call_key(channel: tuple[Any, ...]) -> tuple[int, str, int]:
+    """The streamed call a text channel (or a delta's ``tool_calls``/``function_call``
+    entry) belongs to: a function call and a custom one at one index are one call."""
+    if channel[1] == "function_call":
+        return (channel[0], "function_call", 0)
+    return (channel[0], "tool_calls", channel[2])
+
+
+def check_choice_keys(choice: dict[str, Any]) -> None:
+    """A choice (either mode) has no case variant of a choice key (``_CHOICE_KEYS``)."""
+    _check_keys(choice, _CHOICE_KEYS, "a choice", text_ok=True)
+
+
+def check_message_key(key: str, value: Any) -> None:
+    """A key of a message/delta that no reader reads: one real servers send, or one that is
+    neither a case variant of a known key nor holding any text. Raises MalformedReply."""
+    if key in _UNREAD_MESSAGE_KEYS:
+        return
+    _check_key(key, value, _MESSAGE_KEYS, "a message", text_ok=False)
+
+
+def _check_keys(
+    holder: dict[str, Any], known: frozenset[str], what: str, *, text_ok: bool = False
+) -> None:
+    for key, value in holder.items():
+        if key not in known:
+            _check_key(key, value, known, what, text_ok=text_ok)
+
+
+def _check_key(key: str, value: Any, known: frozenset[str], what: str, *, text_ok: bool) -> None:
+    """``key``, not one of ``known``: refused when a Go client may take it for one of them, or
+    (unless ``text_ok``) when it holds text a client keeps but no shield has seen."""
+    if go_fold(key) in _FOLDED[known]:
+        raise MalformedReply(f"{what} has `{key}`, a case variant of a known key")
+    if not text_ok and _holds_text(value):
+        raise MalformedReply(f"{what} has an unknown key `{key}` holding text")
+
+
+def _holds_text(value: Any) -> bool:
+    """Whether a JSON value is or contains a non-empty string (an object's keys count)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item:
+                return True
+        elif isinstance(item, dict):
+            if item:
+                return True  # its keys are strings
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def check_choice_index(choice: dict[str, Any], count: int) -> None:
@@ -224,6 +350,7 @@ def choice_message(choice: dict[str, Any], *, stream: bool) -> Any:
     Raises MalformedReply when the choice also carries text under a key that the other mode
     uses: the proxy reads one holder per choice, and a client may read the other.
     """
+    check_choice_keys(choice)
     for key in _MISPLACED[stream]:
         value = choice.get(key)
         if value is not None and value != "" and value != {}:
@@ -245,7 +372,10 @@ def reply_fields(
     # Walk the keys the message has (usually one or two in a stream delta) rather than every
     # key the proxy knows: this runs once per streamed event.
     for key, value in message.items():
-        if value is None or key not in READERS:
+        if key not in READERS:
+            check_message_key(key, value)
+            continue
+        if value is None:
             continue
         if key in TEXT_KEYS:
             if isinstance(value, str):
@@ -278,6 +408,7 @@ def _tool_calls(
     for position, call in enumerate(tool_calls):
         if not isinstance(call, dict):
             raise MalformedReply("a tool call is not an object")
+        _check_keys(call, _CALL_KEYS, "a tool call")
         index = call.get("index")
         if stream:
             # A streamed call continues across deltas by its index (OpenAI, vLLM, llama.cpp
@@ -313,6 +444,7 @@ def _custom_input(custom: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
         return
     if not isinstance(custom, dict):
         raise MalformedReply("a tool call's `custom` is not an object")
+    _check_keys(custom, _CUSTOM_KEYS, "a custom tool call")
     text = custom.get("input")
     if isinstance(text, str):
         if text:
@@ -360,6 +492,13 @@ def _content_parts(parts: list[Any], choice_index: int) -> Iterator[TextField]:
     for part in parts:
         if not isinstance(part, dict):
             raise MalformedReply("a content part is not an object")
+        # Only the parts read here may pass: an image's URL, an audio clip or a file, or a
+        # key of its own on a text part, would reach the client unchecked.
+        kind = part.get("type")
+        if type(kind) is not str or kind not in _PART_TYPES:
+            raise MalformedReply("a content part's `type` is not one the proxy reads")
+        if not _PART_KEYS.issuperset(part):
+            raise MalformedReply("a content part has a key the proxy does not read")
         for key, channel in _PART_CHANNELS.items():
             value = part.get(key)
             if isinstance(value, str) and value:
@@ -373,6 +512,7 @@ def _arguments(function: Any, channel: tuple[Any, ...]) -> Iterator[TextField]:
         return
     if not isinstance(function, dict):
         raise MalformedReply("a tool call's `function` is not an object")
+    _check_keys(function, _FUNCTION_KEYS, "a tool call's function")
     arguments = function.get("arguments")
     if arguments is None:
         return

@@ -37,7 +37,14 @@ from proxy import json_codec
 from proxy.errors import error_body
 from proxy.openai_texts import READERS as _READERS
 from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
-from proxy.openai_texts import MalformedReply, StreamIndices, choice_message, reply_fields
+from proxy.openai_texts import (
+    MalformedReply,
+    StreamIndices,
+    check_choice_keys,
+    check_message_key,
+    choice_message,
+    reply_fields,
+)
 from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.reply_check import is_json_text, name_shields, withhold_side_channels
 from proxy.sse import SSEDecoder, SSEEvent, encode_data
@@ -109,6 +116,9 @@ class _Queued:
     # The choices whose ``logprobs`` or ``audio`` the event carries: withheld once a
     # redaction touched the choice (``_render``).
     side: tuple[int, ...] = ()
+    # The calls whose name this event brings: it waits until each is decided
+    # (``StreamIndices.undecided``), so a name's first piece never leaves alone.
+    names: tuple[tuple[int, str, int], ...] = ()
 
 
 FindingSink = Callable[[Finding], None]
@@ -174,6 +184,7 @@ class StreamGuard:
         self._muted_audio: set[int] = set()
         self._observed = False
         self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
+        self._decided = False  # a held name was decided since the last flush()
         self._template: EventTemplate | None = None
         self._templates_left = _MAX_TEMPLATES
         self.state = GuardState.OPEN
@@ -238,7 +249,7 @@ class StreamGuard:
         if not self._holding:
             return event.raw
         queue = self._queue
-        if not queue and not item.segments:
+        if not queue and not item.segments and not item.names:
             # Nothing ahead of it and no text of its own: nothing to hold, but its logprobs
             # or audio may belong to a redacted choice.
             return bytes(self._render(item)) if item.side else event.raw
@@ -252,6 +263,8 @@ class StreamGuard:
         if not self._scanning:
             return run.raw
         item = _Queued(run.raw, run=run, side=run.template.side_choices)
+        # A run continues its call: a name its first event brought is decided.
+        self._decided |= self._indices.decide(run.template.channel)
         if run.text:
             self._feed_text(run.template.channel, run.text, item)
         if self.blocked:
@@ -330,8 +343,9 @@ class StreamGuard:
         return b"".join(out)
 
     def _flush_into(self, out: list[bytes | memoryview]) -> None:
-        if self.state is not GuardState.OPEN or not self._unscanned:
+        if self.state is not GuardState.OPEN or not (self._unscanned or self._decided):
             return
+        self._decided = False
         channels, self._unscanned = self._unscanned, []
         for channel in channels:
             self._scan(channel)
@@ -422,6 +436,7 @@ class StreamGuard:
         for choice in choices:
             if type(choice) is not dict:
                 raise MalformedReply("a choice is not an object")
+            check_choice_keys(choice)
             index = choice.get("index", 0)
             # Inline, the common case: an int among the choices open. Anything else must be
             # the next choice to open (``StreamIndices``), or the stream fails closed.
@@ -449,14 +464,20 @@ class StreamGuard:
                     # The common case, once per streamed token: no generator, no TextField.
                     if value:
                         self._feed_text((index, key), value, item)
-                elif value is not None and key in _READERS:
+                elif key not in _READERS:
+                    check_message_key(key, value)  # the role, or no text a client could read
+                elif value is not None:
                     # Tool calls, content parts and wrong types take the general reader. It
                     # yields fields in the delta's key order, which _render relies on.
                     fields = reply_fields({key: value}, index, stream=True, indices=indices)
                     for text_field in fields:
                         self._feed_text(text_field.channel, text_field.text, item)
                     if key in _NAMED:
-                        self._check_names(indices.names(key, value, index))
+                        names, decided = indices.names(key, value, index)
+                        self._decided |= decided
+                        if names:
+                            item.names += tuple(call for call, _ in names)
+                            self._check_names([name for _, name in names])
 
     def _check_names(self, names: list[str]) -> None:
         """Tool-call names, each whole as the client now holds it: a name comes whole in its
@@ -545,8 +566,11 @@ class StreamGuard:
     def _release_into(self, out: list[bytes | memoryview]) -> None:
         queue = self._queue
         judging = self._judging
+        undecided = self._indices.undecided
         while queue:
             item = queue[0]
+            if item.names and not undecided.isdisjoint(item.names):
+                return
             for channel, start, end in item.segments:
                 if end > channel.safe_end or (judging and end > channel.judged_end):
                     if item.run is not None:
@@ -633,6 +657,7 @@ class StreamGuard:
         return b"".join(out)
 
     def _finish(self, done_raw: bytes) -> bytes:
+        self._indices.undecided.clear()  # no piece of a name can follow the end
         for channel in self._channels.values():
             self._scan(channel)
             self._handle(channel, channel.scan.finish())

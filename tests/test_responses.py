@@ -708,11 +708,14 @@ async def test_output_block_with_the_sdk_helpers(
 async def test_output_block_in_function_call_arguments(
     upstream: FakeUpstream, proxy: Proxy, http: aiohttp.ClientSession
 ) -> None:
-    arguments = json.dumps({"note": "first " + BANNED_OUT + " then more text " * 5})
+    # Benign text first, paced: the call (held until its arguments start, so that its name
+    # is whole) and some arguments leave before the block cuts the call off.
+    note = "a calm and ordinary note " * 8 + "first " + BANNED_OUT + " then more text " * 5
+    arguments = json.dumps({"note": note})
     events = [chunk({"role": "assistant", "content": None})]
     events.append(tool_call_delta(0, id="call_x", name="get_weather", arguments=""))
-    events += [tool_call_delta(0, arguments=arguments[i : i + 2]) for i in range(0, 200, 2)]
-    upstream.enqueue(Reply(events=events, stall_after_bytes=len(sse(*events))))
+    events += [tool_call_delta(0, arguments=arguments[i : i + 8]) for i in range(0, 400, 8)]
+    upstream.enqueue(Reply(events=events, stall_after_bytes=len(sse(*events)), chunk_delay=0.005))
     server = await proxy()
 
     _, got = await stream_events(http, server, input="go", tools=[WEATHER_TOOL])

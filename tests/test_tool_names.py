@@ -105,19 +105,34 @@ async def test_a_flagged_name_in_a_stream_never_leaves(
     assert REFUSAL.encode() in raw and raw.endswith(b"data: [DONE]\n\n")
 
 
-async def test_a_name_sent_in_pieces_is_checked_as_the_client_joins_it(
+async def test_a_name_sent_in_pieces_fails_closed_and_its_first_piece_never_leaves(
     upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
 ) -> None:
-    # The SDK's stream accumulator appends a name's pieces: "forbid" + "den_x".
+    # The SDK's stream accumulator appends a name's pieces: "forbid" + "den_x". The proxy
+    # checks names whole, so pieces fail the stream, and the event with the first piece is
+    # held until the next event of its call: paced, it would have left before the second.
     events = [chunk(name_delta("forbid")), chunk(name_delta("den_x", "{}"))]
     events.append(chunk({}, finish_reason="tool_calls"))
-    upstream.enqueue(Reply(events=events))
+    upstream.enqueue(Reply(events=events, chunk_delay=0.2))
     proxy = await make_proxy(POLICY)
     sent = {"model": "m", "messages": USER, "stream": True}
     async with http.post(f"{proxy.url}/v1/chat/completions", json=sent) as response:
         raw = await response.read()
-    assert b"den_x" not in raw
-    assert REFUSAL.encode() in raw
+    assert b"forbid" not in raw and b"den_x" not in raw
+    assert b'"upstream_error"' in raw and raw.endswith(b"data: [DONE]\n\n")
+
+
+async def test_a_whole_name_alone_leaves_at_the_end_unchanged(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # A call whose one event carries the whole name and arguments waits for the end.
+    events = [chunk(name_delta("get_weather", "{}")), chunk({}, finish_reason="tool_calls")]
+    upstream.enqueue(Reply(events=events, chunk_delay=0.05))
+    proxy = await make_proxy(POLICY)
+    sent = {"model": "m", "messages": USER, "stream": True}
+    async with http.post(f"{proxy.url}/v1/chat/completions", json=sent) as response:
+        raw = await response.read()
+    assert raw == sse(*events)
 
 
 async def test_a_stream_may_call_only_declared_tools(
