@@ -9,7 +9,10 @@ The prompt is more than ``messages``: a chat template also renders the tool defi
 response schema and backend extras (vLLM's ``documents``, ``chat_template``...). Every top-level
 key is therefore either a parameter that carries no prompt text (``_PARAMETERS``), a field whose
 text the shields read with the role it has in the prompt (``REQUEST_TEXTS``), or a 400 naming
-it; the same holds for the keys of a message (``_MESSAGE_KEYS``).
+it; the same holds for the keys of a message (``_MESSAGE_KEYS``) and of the objects inside
+one: content parts (per type, ``_PART_KEYS``), tool calls and ``reasoning_details`` items. A
+``file`` part's inline ``file_data`` is refused (the shields cannot read it); an image's URL
+(not a ``data:`` URI) is text of its message.
 
 The body is forwarded as the client sent it, and a Go server (Ollama) matches keys to fields
 ignoring case, keeping the last: ``"Content"`` beside ``"content"`` is the text it uses. So at
@@ -131,14 +134,27 @@ _MESSAGE_KEYS = _Keys(
     "reasoning_details", "tool_calls", "function_call", "tool_call_id", "audio", "prefix",
     "partial",
 )  # fmt: skip
-_PART_KEYS = _Keys("type", "text", "refusal", "image_url", "input_audio", "file")
+# A content part's keys, per type: its type, the key that holds its payload, and
+# ``cache_control`` (Anthropic-style prompt caching, which LiteLLM clients send on parts: a
+# marker no template renders).
+_PART_KEYS = {
+    kind: _Keys("type", kind, "cache_control")
+    for kind in ("text", "refusal", "image_url", "input_audio", "file")
+}
+_CACHE_CONTROL_KEYS = _Keys("type", "ttl")
+_IMAGE_KEYS = _Keys("url", "detail")
+_AUDIO_KEYS = _Keys("data", "format")
+# A file part only by reference: inline ``file_data`` (base64 of a PDF, a text file...) is
+# decoded into the prompt by the backend, and the shields cannot read it.
+_FILE_KEYS = _Keys("file_id", "filename")
 _CALL_KEYS = _Keys("id", "type", "function", "custom", "index")
-_FUNCTION_KEYS = _Keys("name", "arguments", "input")
-_DETAIL_KEYS = _Keys("type", "text", "summary", "data", "format", "id", "index")
+_FUNCTION_KEYS = _Keys("name", "arguments")
+_CUSTOM_KEYS = _Keys("name", "input")
+# ``data`` (encrypted reasoning) and ``signature`` are opaque tokens the provider verifies, not
+# text a template shows; ``text`` and ``summary`` are read.
+_DETAIL_KEYS = _Keys("type", "text", "summary", "data", "signature", "format", "id", "index")
 _TOOL_KEYS = _Keys("type", "function", "custom")
 _TOOL_DEFINITION_KEYS = _Keys("name", "description", "parameters", "strict", "format")
-# Content part types that carry no text a shield could read (images, audio, files).
-_OPAQUE_PART_TYPES = frozenset({"image_url", "input_audio", "file", "input_image", "audio"})
 # Joins the text parts of one message, so a phrase split over two parts is still one phrase.
 # Chat templates differ: some join parts with a line break, some with nothing ("bo" + "mb"), so
 # a message of several parts is also scanned joined as it is, for what crosses a part's end.
@@ -293,6 +309,9 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
             param=f"{where}.role",
         )
     content = MessageText(role, i)
+    # Image URLs, apart from the parts' text: a backend fetches them rather than showing them
+    # to the model, so they are not joined to the text around them.
+    urls = MessageText(role, i)
     # Reasoning sent back with an assistant turn is text too: some chat templates show it to
     # the model again, and OpenRouter asks for its reasoning_details back. So is a participant's
     # ``name``, which templates write into the prompt, and a tool result's ``tool_call_id``,
@@ -307,7 +326,7 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
             content.fields.append(TextField((i, key), message, key, value))
         elif key == "content" and isinstance(value, list):
             first = len(content.fields)
-            _parts(value, where, content)
+            _parts(value, where, content, urls)
             content.joined.append((first, len(content.fields)))
         else:
             raise BadRequest(
@@ -321,7 +340,7 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
         first = len(content.fields)
         _reasoning_details(details, f"{where}.reasoning_details", content)
         content.joined.append((first, len(content.fields)))
-    texts = [content]
+    texts = [content, urls]
     tool_calls = message.get("tool_calls")
     if tool_calls is not None:
         if not isinstance(tool_calls, list):
@@ -329,18 +348,19 @@ def _message_texts(message: Any, i: int) -> list[MessageText]:
         names = MessageText(role, i)
         for j, call in enumerate(tool_calls):
             at = f"{where}.tool_calls[{j}]"
-            if isinstance(call, dict):
-                _CALL_KEYS.check(call, at)
-                _identifier(call, "id", at, names)
-            custom = call.get("custom") if isinstance(call, dict) else None
+            if not isinstance(call, dict):
+                raise BadRequest(f"{at} must be an object", param=at)
+            _CALL_KEYS.check(call, at, closed=True)
+            _identifier(call, "id", at, names)
+            custom = call.get("custom")
             if custom is not None:
                 texts.append(_custom_input(custom, at, role, i, j))
                 _identifier(custom, "name", f"{at}.custom", names)
-                if "function" not in call:
-                    continue
-            texts.append(_arguments(call, at, role, i, (i, "tool", j)))
-            # ``_arguments`` accepted it: the call's ``function``, or a call without one.
-            _identifier(call.get("function", call), "name", f"{at}.function", names)
+            if "function" in call:
+                function = call["function"]
+                texts.append(_arguments(function, f"{at}.function", role, i, (i, "tool", j)))
+                # ``_arguments`` accepted it: an object.
+                _identifier(function, "name", f"{at}.function", names)
         texts.append(names)
     if message.get("function_call") is not None:
         function_call = message["function_call"]
@@ -363,21 +383,75 @@ def _identifier(holder: dict[str, Any], key: str, where: str, names: MessageText
         raise BadRequest(f"{where}.{key} must be a string", param=f"{where}.{key}")
 
 
-def _parts(parts: list[Any], where: str, content: MessageText) -> None:
+def _parts(parts: list[Any], where: str, content: MessageText, urls: MessageText) -> None:
     for j, part in enumerate(parts):
         at = f"{where}.content[{j}]"
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             raise BadRequest(f"{at} must be an object with a 'type'", param=at)
-        _PART_KEYS.check(part, at)
         kind = part["type"]
+        keys = _PART_KEYS.get(kind)
+        if keys is None:
+            # A part type we cannot read could carry text past the shields: refuse it.
+            raise BadRequest(f"{at}.type {kind!r} is not supported by this proxy", param=at)
+        keys.check(part, at, closed=True)
+        control = part.get("cache_control")
+        if control is not None:
+            _closed_object(control, _CACHE_CONTROL_KEYS, f"{at}.cache_control")
         if kind in ("text", "refusal"):
             value = part.get(kind)
             if not isinstance(value, str):
                 raise BadRequest(f"{at}.{kind} must be a string", param=f"{at}.{kind}")
             content.fields.append(TextField((at,), part, kind, value))
-        elif kind not in _OPAQUE_PART_TYPES:
-            # A part type we cannot read could carry text past the shields: refuse it.
-            raise BadRequest(f"{at}.type {kind!r} is not supported by this proxy", param=at)
+        elif kind == "image_url":
+            _image_url(part, f"{at}.image_url", urls)
+        elif kind == "input_audio":
+            _closed_object(part.get(kind), _AUDIO_KEYS, f"{at}.{kind}")
+        else:
+            _file(part.get(kind), f"{at}.{kind}", content)
+
+
+def _closed_object(value: Any, keys: _Keys, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadRequest(f"{where} must be an object", param=where)
+    keys.check(value, where, closed=True)
+    return value
+
+
+def _image_url(part: dict[str, Any], where: str, urls: MessageText) -> None:
+    """An image's URL is text the client wrote: a secret in its query string reaches the
+    backend and whatever host it fetches from, so the shields read it (a redaction rewrites
+    the URL). A ``data:`` URI is the image itself, binary the shields cannot read."""
+    image = _closed_object(part.get("image_url"), _IMAGE_KEYS, where)
+    url = image.get("url")
+    if not isinstance(url, str):
+        raise BadRequest(f"{where}.url must be a string", param=f"{where}.url")
+    detail = image.get("detail")
+    if detail is not None and not isinstance(detail, str):
+        raise BadRequest(f"{where}.detail must be a string", param=f"{where}.detail")
+    if url.lstrip()[:5].lower() != "data:":
+        urls.fields.append(TextField((urls.message_index, where), image, "url", url))
+
+
+def _file(value: Any, where: str, content: MessageText) -> None:
+    """A file part by ``file_id`` (its name is text of the turn); inline ``file_data`` is a
+    400 naming it, as an unknown key is (``_FILE_KEYS``)."""
+    if isinstance(value, dict) and "file_data" in value:
+        raise BadRequest(
+            f"{where}.file_data: shieldgate cannot read the text of an inline file; send the "
+            "file by 'file_id'",
+            param=f"{where}.file_data",
+            code="unsupported_value",
+        )
+    file = _closed_object(value, _FILE_KEYS, where)
+    for key in ("file_id", "filename"):
+        name = file.get(key)
+        if name is not None and not isinstance(name, str):
+            raise BadRequest(f"{where}.{key} must be a string", param=f"{where}.{key}")
+    if "file_id" not in file:
+        raise BadRequest(f"{where} needs a 'file_id'", param=f"{where}.file_id")
+    filename = file.get("filename")
+    if filename:
+        content.fields.append(TextField((content.message_index, where), file, "filename", filename))
 
 
 def _reasoning_details(details: Any, where: str, content: MessageText) -> None:
@@ -386,7 +460,7 @@ def _reasoning_details(details: Any, where: str, content: MessageText) -> None:
     for j, item in enumerate(details):
         if not isinstance(item, dict):
             raise BadRequest(f"{where}[{j}] must be an object", param=f"{where}[{j}]")
-        _DETAIL_KEYS.check(item, f"{where}[{j}]")
+        _DETAIL_KEYS.check(item, f"{where}[{j}]", closed=True)
         for key in ("text", "summary"):
             value = item.get(key)
             if isinstance(value, str):
@@ -400,7 +474,7 @@ def _custom_input(custom: Any, where: str, role: Role, index: int, j: int) -> Me
     text = MessageText(role, index)
     if not isinstance(custom, dict):
         raise BadRequest(f"{where}.custom must be an object", param=f"{where}.custom")
-    _FUNCTION_KEYS.check(custom, f"{where}.custom")
+    _CUSTOM_KEYS.check(custom, f"{where}.custom", closed=True)
     value = custom.get("input")
     if isinstance(value, str):
         text.fields.append(TextField((index, "custom", j), custom, "input", value))
@@ -410,13 +484,14 @@ def _custom_input(custom: Any, where: str, role: Role, index: int, j: int) -> Me
 
 
 def _arguments(
-    call: Any, where: str, role: Role, index: int, channel: tuple[Any, ...]
+    function: Any, where: str, role: Role, index: int, channel: tuple[Any, ...]
 ) -> MessageText:
+    """A function call's ``arguments`` (a tool call's ``function``, a legacy
+    ``function_call``): JSON text."""
     text = MessageText(role, index, json_text=True)
-    function = call.get("function", call) if isinstance(call, dict) else None
     if not isinstance(function, dict):
         raise BadRequest(f"{where} must be an object", param=where)
-    _FUNCTION_KEYS.check(function, where)
+    _FUNCTION_KEYS.check(function, where, closed=True)
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         text.fields.append(TextField(channel, function, "arguments", arguments))

@@ -124,14 +124,18 @@ class ResponsesRequest:
 
 def echo_checked(parsed: ResponsesRequest, checked: dict[str, Any], *, blocked: bool) -> None:
     """Makes what the Response repeats of the request (``parsed.echo``, which the translator
-    and the store read) what the input stage let through: the instructions and tool
-    definitions as redacted in ``checked`` (the chat body the input stage rewrote in place); of
-    a blocked input, neither (``instructions: null``, no tools)."""
+    and the store read) what the input stage let through: the instructions, tool definitions
+    and ``text.format`` as redacted in ``checked`` (the chat body the input stage rewrote in
+    place); of a blocked input, none of them (``instructions: null``, no tools, a plain text
+    format)."""
     echo = parsed.echo
     if blocked:
         echo["instructions"] = None
         echo["tools"] = []
+        echo["text"] = {**echo["text"], "format": {"type": "text"}}
         return
+    if "response_format" in checked:
+        echo["text"] = {**echo["text"], "format": _checked_format(checked["response_format"])}
     if parsed.instructions is not None:
         echo["instructions"] = checked["messages"][0]["content"]
     # By name: tool_choice's allowed_tools sends upstream (and checks) only some of them.
@@ -143,6 +147,18 @@ def echo_checked(parsed: ResponsesRequest, checked: dict[str, Any], *, blocked: 
         if function is not None:
             echoed["description"] = function.get("description")
             echoed["parameters"] = function.get("parameters")
+
+
+def _checked_format(response_format: Any) -> dict[str, Any]:
+    """``text.format`` back from the checked chat ``response_format`` (what ``_text`` made of
+    it). A redaction that broke the schema's JSON leaves a string: then no format is shown
+    rather than the unredacted one."""
+    if not isinstance(response_format, dict):
+        return {"type": "text"}
+    json_schema = response_format.get("json_schema")
+    if response_format.get("type") != "json_schema" or not isinstance(json_schema, dict):
+        return {"type": response_format.get("type", "text")}
+    return {"type": "json_schema", **json_schema}
 
 
 def upstream_body(chat_body: dict[str, Any]) -> dict[str, Any]:

@@ -613,3 +613,20 @@ def test_a_gunicorn_worker_boots_with_an_upstream_on_port_8080() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 0 and "BOOTED" in result.stdout, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("port", ["99999", "-5"])
+def test_demo_with_a_port_out_of_range_is_a_one_line_usage_error(port: str) -> None:
+    # Used to be an OverflowError traceback from the port probe. Checked before the model
+    # starts, so this needs neither llama.cpp nor the model file.
+    done = subprocess.run(
+        [*MODULE, "demo", "--port", port],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=clean_env(),
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == "shieldgate demo: --port must be 0-65535\n"
+    assert done.stdout == b""

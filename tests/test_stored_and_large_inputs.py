@@ -123,3 +123,43 @@ async def test_a_large_request_does_not_stall_other_requests(
         # leaves room for a busy CI machine (and a garbage collection of the parsed body, which
         # holds the interpreter whichever thread triggers it), not for a stalled loop.
         assert worst < 1.0, f"a health check waited {worst:.2f} s behind a {took:.2f} s request"
+
+
+def schema_format(description: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    return {"type": "json_schema", "name": "r", "schema": schema, "description": description}
+
+
+async def test_a_stored_response_holds_the_redacted_text_format(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    store = tmp_path / "responses.sqlite3"
+    proxy = await make_proxy(REDACTING, responses_db=str(store))
+    text = {"format": schema_format(f"Sign it with {TOKEN}.")}
+    status, created = await create(http, proxy.url, {"model": "m", "input": "hi", "text": text})
+    assert status == 200
+    forwarded = upstream.requests[-1].json()["response_format"]
+    assert forwarded["json_schema"]["description"] == "Sign it with [CREDENTIAL]."
+    async with http.get(f"{proxy.url}/v1/responses/{created['id']}") as reply:
+        stored = await reply.json()
+    for response in (created, stored):
+        assert response["text"]["format"] == schema_format("Sign it with [CREDENTIAL].")
+    assert TOKEN.encode() not in store.read_bytes()
+
+
+async def test_a_request_blocked_at_input_is_stored_without_its_text_format(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    store = tmp_path / "responses.sqlite3"
+    proxy = await make_proxy(REDACTING, responses_db=str(store))
+    text = {"format": schema_format("The launch code is tango-four-seven.")}
+    body = {"model": "m", "input": "how to build a bomb", "text": text}
+    status, created = await create(http, proxy.url, body)
+    assert status == 200
+    assert upstream.requests == []
+    async with http.get(f"{proxy.url}/v1/responses/{created['id']}") as reply:
+        stored = await reply.json()
+    for response in (created, stored):
+        assert response["text"]["format"] == {"type": "text"}
+        assert response["output"][0]["content"][0]["type"] == "refusal"
+    assert b"tango-four-seven" not in store.read_bytes()

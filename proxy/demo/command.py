@@ -45,6 +45,10 @@ def say(line: str = "") -> None:
 
 def run_demo(*, host: str, port: int, tour: bool) -> int:
     """The whole command; returns its exit status."""
+    # Checked before anything starts: the port probe's bind() raises OverflowError, not an
+    # OSError, for a number that is no port.
+    if not 0 <= port <= 65535:
+        return _fail("--port must be 0-65535", EXIT_USAGE)
     missing = missing_packages()
     if missing:
         return _fail(f"needs {' and '.join(missing)}: pip install -e '.[demo]'", EXIT_USAGE)
