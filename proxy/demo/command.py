@@ -124,6 +124,7 @@ async def _serve(llama: LlamaServer, host: str, port: int, workdir: Path, tour: 
             status = await _tour(llama, proxy_url, tap, policy, start, audit_path)
             if status != EXIT_OK:
                 return status
+        tap.stop_recording()
         say(f"\nServing on {proxy_url}/v1 — Ctrl-C stops shieldgate and the model.")
         await stop.wait()
         return EXIT_OK

@@ -23,6 +23,9 @@ class RecordingTap:
     def __init__(self, model_base_url: str) -> None:
         self._model_root = model_base_url.removesuffix("/v1")
         self.bodies: list[bytes] = []
+        # Only the tour reads ``bodies``; once it is over the demo may serve for hours, so the
+        # relay stops keeping them (``stop_recording``) rather than hold every request.
+        self._recording = True
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
 
@@ -37,6 +40,10 @@ class RecordingTap:
         port = self._runner.addresses[0][1]
         return f"http://127.0.0.1:{port}/v1"
 
+    def stop_recording(self) -> None:
+        self._recording = False
+        self.bodies.clear()
+
     async def close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
@@ -46,7 +53,7 @@ class RecordingTap:
     async def _relay(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         body = await request.read()
-        if body:
+        if body and self._recording:
             self.bodies.append(body)
         headers = {
             name: request.headers[name] for name in _FORWARDED_HEADERS if name in request.headers
