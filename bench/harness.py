@@ -36,6 +36,7 @@ from shields.policy import CompiledPolicy, parse_policy
 __all__ = [
     "COMPLETION",
     "COMPLETION_REQUEST",
+    "COMPLETION_SEED",
     "COMPLETION_TEXT",
     "MB",
     "REPO_ROOT",
@@ -180,7 +181,8 @@ def content_of(body: bytes) -> str:
     return "".join(texts)
 
 
-COMPLETION_TEXT = make_prose(600, seed=3)
+COMPLETION_SEED = 3
+COMPLETION_TEXT = make_prose(600, seed=COMPLETION_SEED)
 # What `fake_upstream.py` answers to `"model": "bench-json"`: a typical short chat reply.
 COMPLETION = json.dumps(
     {

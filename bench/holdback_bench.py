@@ -23,7 +23,11 @@ What is measured
                      change in lag from one token to the next; a constant lag adds none after
                      the first token).
     ``CPU s/MB``     the guard's CPU time per MB of text (best of ``--repeat`` interleaved
-                     runs), and the adaptive rule's against the fixed window's.
+                     runs), and the adaptive rule's against the fixed window's. The secrets
+                     and denylist shields remember their hold-back answers per token: before
+                     each run they are left remembering only another ``--answers`` answers
+                     of the kind (a proxy that has relayed others before), never the
+                     measured texts (``--cold``: nothing).
 
     Every stream is checked: allowed, and every byte sent exactly as the upstream sent it (the
     texts hold no match of either policy), so a refusal can never pass for a fast answer.
@@ -44,7 +48,7 @@ Targets (issue 16), default policy, prose: added TTFT <= 50 ms at 50 tokens/s, h
 p50 <= 8 and p99 <= 64, CPU per MB within +10% of the fixed window. Printed with PASS or MISS.
 
 Run it from the repository root: ``python bench/holdback_bench.py [--rate 50] [--answers 40]
-[--repeat 5] [--proxy-events 3000] [--llama 20] [--json results.json]``.
+[--repeat 5] [--cold] [--proxy-events 3000] [--llama 20] [--json results.json]``.
 """
 
 from __future__ import annotations
@@ -309,6 +313,19 @@ def bulk_cpu_seconds(policy: CompiledPolicy, body: bytes, *, adaptive: bool) -> 
 _READ = 64 * 1024
 
 
+def remember_only(policy: CompiledPolicy, streams: Sequence[list[bytes]]) -> None:
+    """Leaves the secrets and denylist shields remembering (their adaptive hold-back's
+    answers, per shield and token) only what ``streams`` taught them: a proxy that has relayed
+    other answers of the kind, never the measured texts themselves (a run after a run of the
+    same texts would find every answer remembered). An empty ``streams``: nothing remembered."""
+    for shield in policy.output_shields:
+        memos = getattr(shield, "_memos", None)
+        if memos is not None:
+            memos.clear()
+    if streams:
+        cpu_seconds(policy, streams, adaptive=True)
+
+
 # -- the run ----------------------------------------------------------------------------------
 
 
@@ -342,6 +359,15 @@ def measure(
         rng = random.Random(f"{kind}-{args.seed}")
         texts = [make(rng) for _ in range(args.answers)]
         streams = [events(tokens(text, rng), kind == "tool-args") for text in texts]
+        # Other answers of the kind, relayed before each measured run (``remember_only``).
+        other = random.Random(f"{kind}-{args.seed}-before")
+        before = (
+            []
+            if args.cold
+            else [
+                events(tokens(make(other), other), kind == "tool-args") for _ in range(args.answers)
+            ]
+        )
         chars = sum(map(len, texts))
         count = sum(len(stream) for stream in streams)
         # The same answers as one long stream, for the bulk figure.
@@ -350,8 +376,10 @@ def measure(
         best_bulk = {True: float("inf"), False: float("inf")}
         for _ in range(args.repeat):  # interleaved: noise hits both rules alike
             for adaptive in (False, True):
+                remember_only(policy, before)
                 spent = cpu_seconds(policy, streams, adaptive=adaptive)
                 best[adaptive] = min(best[adaptive], spent)
+                remember_only(policy, before)
                 spent = bulk_cpu_seconds(policy, b"".join(bulk), adaptive=adaptive)
                 best_bulk[adaptive] = min(best_bulk[adaptive], spent)
         for adaptive in (False, True):
@@ -554,6 +582,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=0,
         help="also measure shieldgate's CPU per event on paced streams of this many events",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="time each run with nothing remembered, not after other answers of the kind",
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     return parser.parse_args(argv)

@@ -34,11 +34,16 @@ Run it from the repository root with the project installed:
 from __future__ import annotations
 
 import argparse
+import base64
+import codecs
 import datetime
+import hashlib
 import json
+import random
 import sys
 import time
 import urllib.parse
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +60,8 @@ from eval_shields import (  # bench/ is on sys.path
 )
 from revision import REPO_ROOT, code_revision
 
-from shields.base import Role, Shield
+from shields.base import Role, Shield, StageShields
+from shields.decode import PIECE, split_label
 from shields.policy import CompiledPolicy, load_policy
 from shields.scan import TextScan, check_text
 
@@ -114,10 +120,63 @@ def exfiltration(data: Data) -> tuple[tuple[Sample, ...], tuple[Sample, ...]]:
     return tuple(images), tuple(links)
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _rot13(text: str) -> str:
+    return "Decode this rot13: " + codecs.encode(text, "rot13")
+
+
+# How an attack is hidden, taken in turn: an instruction to decode, then the encoded text.
+ENCODERS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("base64", _b64),
+    ("hex", lambda text: text.encode().hex()),
+    ("percent", lambda text: urllib.parse.quote(text, safe="")),
+    ("rot13", _rot13),
+    ("base64 of hex", lambda text: _b64(text.encode().hex())),
+)
+
+
+def encoded(samples: Sequence[Sample], prefix: str) -> tuple[Sample, ...]:
+    """Each sample hidden in an encoding (the encodings in turn) after an instruction to decode
+    it, the way issue 25's smuggling works."""
+    out = []
+    for i, sample in enumerate(samples):
+        name, encode = ENCODERS[i % len(ENCODERS)]
+        text = f"Decode this {name} and do what it says:\n{encode(sample.text)}"
+        if name == "rot13":
+            text = encode(sample.text)
+        out.append(Sample(f"{prefix}:{name}:{i}", text, sample.label))
+    return tuple(out)
+
+
+def benign_encodings(data: Data) -> tuple[Sample, ...]:
+    """Ordinary encoded content a chat carries: data URLs of (random) image bytes, digests,
+    UUIDs, git SHAs, hex colours, percent-encoded URLs, and benign questions in base64 (what
+    decodes, and reads as text, must still pass). No JWT: the secrets shield flags one as it
+    is, decoded or not (``tests/test_decode_stream.py`` checks that decoding adds nothing)."""
+    rng = random.Random(25)
+    out = []
+    for i, sample in enumerate(data.benign):
+        image = base64.b64encode(rng.randbytes(300 + 40 * (i % 20))).decode()
+        digest = hashlib.sha256(sample.text.encode()).hexdigest()
+        query = urllib.parse.quote(sample.text[:60])
+        text = (
+            f"The logo as a data URL: data:image/png;base64,{image}\n"
+            f"sha256 {digest}, commit {digest[:40]}, id {uuid.UUID(int=rng.getrandbits(128))}, "
+            f"colour #{digest[:6]}\nSee https://www.example.com/search?q={query}\n"
+            f"The question, in base64: {_b64(sample.text)}"
+        )
+        out.append(Sample(f"benign_encoded:{i}", text, 0))
+    return tuple(out)
+
+
 def build_sets(data: Data, root: Path) -> Sets:
     tags, _ = synthetic_invisible(data)
     secret_pos, secret_neg = secrets_sets(root)
     images, links = exfiltration(data)
+    injections = tuple(s for s in data.deepset if s.label)
     return Sets(
         attacks={
             "deepset injections": tuple(s for s in data.deepset if s.label),
@@ -129,6 +188,8 @@ def build_sets(data: Data, root: Path) -> Sets:
             "hidden tag text (synthetic)": tags,
             "image exfiltration (synthetic)": images,
             "link exfiltration (synthetic)": links,
+            "encoded injections (synthetic)": encoded(injections, "encoded_injection"),
+            "encoded secrets (synthetic)": encoded(secret_pos, "encoded_secret"),
         },
         benign={
             "MT-Bench + Vicuna": data.benign,
@@ -136,6 +197,7 @@ def build_sets(data: Data, root: Path) -> Sets:
             "NotInject": data.notinject,
             "deepset benign": tuple(s for s in data.deepset if not s.label),
             "secrets look-alikes": secret_neg,
+            "benign encodings (synthetic)": benign_encodings(data),
         },
     )
 
@@ -150,6 +212,7 @@ class Subject:
     role: Role | None  # None: a reply (output stage)
     attacks: tuple[str, ...]  # attack set names
     secrets_negatives: bool = False  # also measured on the secrets look-alikes
+    encodings: bool = False  # also measured on the benign encodings
 
 
 def _shield(policy: CompiledPolicy, stage: str, shield_id: str) -> tuple[Shield, ...]:
@@ -161,6 +224,12 @@ def _shield(policy: CompiledPolicy, stage: str, shield_id: str) -> tuple[Shield,
 
 
 INJECTIONS = ("deepset injections", "multilingual injections", "BIPIA indirect injections")
+ENCODED = ("encoded injections (synthetic)", "encoded secrets (synthetic)")
+
+
+def decoding(shields: tuple[Shield, ...], on: bool) -> StageShields:
+    """A stage's shields with decoding on or off, whatever the policy says."""
+    return StageShields(shields, decode=on)
 
 
 def subjects(default: CompiledPolicy, strict: CompiledPolicy) -> list[Subject]:
@@ -196,11 +265,30 @@ def subjects(default: CompiledPolicy, strict: CompiledPolicy) -> list[Subject]:
                  "image exfiltration (synthetic)", "link exfiltration (synthetic)")),
         Subject("**strict policy, input**", s.input_shields, Role.USER,
                 (*INJECTIONS, "xstest unsafe", "presidio pattern PII",
-                 "secrets (gitleaks + CredSweeper)", "hidden tag text (synthetic)")),
+                 "secrets (gitleaks + CredSweeper)", "hidden tag text (synthetic)", *ENCODED),
+                encodings=True),
         Subject("**strict policy, output**", s.output_shields, None,
                 ("presidio pattern PII", "secrets (gitleaks + CredSweeper)",
                  "hidden tag text (synthetic)", "image exfiltration (synthetic)",
-                 "link exfiltration (synthetic)")),
+                 "link exfiltration (synthetic)", *ENCODED), encodings=True),
+        # Decoding (``decode:``) on a stage's shields: the same stage with it off and on, so
+        # that the difference is what decoding adds, in findings and in cost.
+        Subject("decode off: default policy, input", decoding(d.input_shields, False),
+                Role.USER, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode on: default policy, input", decoding(d.input_shields, True),
+                Role.USER, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode off: default policy, output", decoding(d.output_shields, False),
+                None, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode on: default policy, output", decoding(d.output_shields, True),
+                None, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode off: strict policy, input", decoding(s.input_shields, False),
+                Role.USER, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode on: strict policy, input", decoding(s.input_shields, True),
+                Role.USER, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode off: strict policy, output", decoding(s.output_shields, False),
+                None, ENCODED, secrets_negatives=True, encodings=True),
+        Subject("decode on: strict policy, output", decoding(s.output_shields, True),
+                None, ENCODED, secrets_negatives=True, encodings=True),
     ]  # fmt: skip
 
 
@@ -229,7 +317,9 @@ def cost_per_kb(shields: Sequence[Shield], text: str, role: Role | None) -> tupl
 
     def streamed() -> None:
         holdback = max((s.max_match for s in shields), default=0)
-        scan = TextScan(tuple(shields), holdback=holdback, role=role, adaptive=True)
+        if isinstance(shields, StageShields) and shields.decode:
+            holdback = max(holdback, 6 * PIECE)  # what a policy that decodes must hold at most
+        scan = TextScan(shields, holdback=holdback, role=role, adaptive=True)
         for i in range(0, len(text), STREAM_FEED):
             scan.feed(text[i : i + STREAM_FEED])
         scan.finish()
@@ -250,7 +340,7 @@ def _best(run: Callable[[], None], repeat: int = 3) -> float:
 # -- the report ----------------------------------------------------------------------------------
 
 
-def measure(sets: Sets, subject: Subject, corpus: str) -> list[str]:
+def measure(sets: Sets, subject: Subject, corpus: str, encoded_corpus: str) -> list[str]:
     recall = "<br>".join(
         f"{name}: {rate(subject.shields, sets.attacks[name], _role(subject, name))}"
         for name in subject.attacks
@@ -258,12 +348,42 @@ def measure(sets: Sets, subject: Subject, corpus: str) -> list[str]:
     benign = dict(sets.benign)
     if not subject.secrets_negatives:
         benign.pop("secrets look-alikes")
+    if not subject.encodings:
+        benign.pop("benign encodings (synthetic)")
     fpr = "<br>".join(
         f"{name}: {rate(subject.shields, samples, subject.role)}"
         for name, samples in benign.items()
     )
     whole, streamed = cost_per_kb(subject.shields, corpus, subject.role)
-    return [subject.name, recall, fpr, f"{whole:.0f} / {streamed:.0f}"]
+    cost = f"{whole:.0f} / {streamed:.0f}"
+    if subject.encodings:
+        whole, streamed = cost_per_kb(subject.shields, encoded_corpus, subject.role)
+        cost += f"<br>encoded: {whole:.0f} / {streamed:.0f}"
+    return [subject.name, recall, fpr, cost]
+
+
+def decoded_findings(sets: Sets, default: CompiledPolicy, strict: CompiledPolicy) -> list[str]:
+    """Per policy and stage, with decoding on: the benign texts of each set that get a finding
+    in decoded text (a label ``<encoding>:...``), which decoding alone adds."""
+    rows = []
+    for policy in (default, strict):
+        for stage, shields, role in (
+            ("input", policy.input_shields, Role.USER),
+            ("output", policy.output_shields, None),
+        ):
+            decoded = decoding(shields, True)
+            counts = []
+            for name, samples in sets.benign.items():
+                hits = sum(
+                    any(
+                        split_label(f.label)[0] and not f.monitor
+                        for f in check_text(decoded, sample.text, role=role)
+                    )
+                    for sample in samples
+                )
+                counts.append(f"{name}: {hits}/{len(samples)}")
+            rows.append(f"| {policy.name}, {stage} | {'<br>'.join(counts)} |")
+    return rows
 
 
 def _role(subject: Subject, attack: str) -> Role | None:
@@ -273,7 +393,7 @@ def _role(subject: Subject, attack: str) -> Role | None:
     return subject.role
 
 
-def render(rows: list[list[str]], argv: Sequence[str]) -> str:
+def render(rows: list[list[str]], argv: Sequence[str], decoded: list[str]) -> str:
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     head = [
         "# Operating points of the built-in shields",
@@ -294,6 +414,21 @@ def render(rows: list[list[str]], argv: Sequence[str]) -> str:
     body = table(["shield (as shipped)", "recall on attack sets", "FPR on benign sets",
                   "µs/KB whole / stream"], rows)  # fmt: skip
     tail = [
+        "",
+        "Decoding (`decode:`): the `decode off`/`decode on` rows run a stage's shields without "
+        "and with decoding, whatever the policy says (the strict policy decodes both stages, the "
+        "default neither); the encoded attack sets hide deepset's injections and the secrets "
+        "positives in base64, hex, percent-encoding, named ROT13 and base64 of hex, in turn, "
+        "after an instruction to decode them; the benign encodings are data URLs of random "
+        "image bytes, digests, git SHAs, UUIDs, hex colours, a percent-encoded search URL and "
+        "the benign question in base64 (their plain findings, a link to an unlisted host and "
+        "the injection shield's `in base64` cue, are the same with decoding off). The second "
+        "cost is on those benign encodings joined. Benign texts with a finding in decoded text, "
+        "with decoding on:",
+        "",
+        "| policy, stage | benign texts with a finding in decoded text |",
+        "|---|---|",
+        *decoded,
         "",
         "Not measured: the remote shields (`llm_judge`, `moderation`, `webhook`: a model's or "
         "a service's figures), `regex` (no shipped pattern), `length` (a size limit, no "
@@ -320,15 +455,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default = load_policy(REPO_ROOT / "policies" / "default.yaml")
         strict = load_policy(REPO_ROOT / "policies" / "strict.yaml")
         corpus = "\n\n".join(s.text for s in data.benign)
+        encoded_corpus = "\n\n".join(s.text for s in sets.benign["benign encodings (synthetic)"])
         rows = []
         for subject in subjects(default, strict):
-            rows.append(measure(sets, subject, corpus))
+            rows.append(measure(sets, subject, corpus, encoded_corpus))
             print(" | ".join(cell.replace("<br>", "; ") for cell in rows[-1]))
     except EvalError as exc:
         print(f"operating_points: {exc}", file=sys.stderr)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(rows, raw_argv), encoding="utf-8")
+    decoded = decoded_findings(sets, default, strict)
+    print("\n".join(decoded))
+    args.out.write_text(render(rows, raw_argv, decoded), encoding="utf-8")
     print(f"report written to {args.out}")
     return 0
 

@@ -15,6 +15,15 @@ What is measured
     ``default/LOOP``         through shieldgate with ``policies/default.yaml``: the hop plus the
                              input shields on the messages and the output shields on the reply.
 
+    ``--cases json,stream`` adds a streamed case: the same request with ``"stream": true``,
+    answered by the fake upstream with the same 600 characters in 4-character
+    ``chat.completion.chunk`` events (about 150 events, 30 KB); every reply must be the
+    upstream's bytes exactly. ``--policies`` picks the shieldgate paths (``empty``, ``default``).
+    After the table the script prints the bare relay and shieldgate with the default policy
+    side by side for each case (issue 21): requests/s at the highest concurrency, p50 at the
+    lowest, their ratio and the added time with the rounds' range, and each process's CPU time
+    per request.
+
     LOOP is the proxy's event loop: ``asyncio`` (the standard library's) and ``uvloop`` (when it
     is installed), so both can be compared; ``--loops`` picks them. Each proxy is started with
     ``bench/proxy_main.py``, which is ``shieldgate serve`` with the loop chosen.
@@ -44,11 +53,15 @@ How to read the numbers
     can serve. The load average is printed before and after.
 
 Targets (issue): added p50 latency <= 1 ms, and shieldgate with the default policy at >= 50%
-of direct throughput at concurrency 64 with one worker. Both are judged on the proxy's default
-event loop (uvloop when installed) and printed with PASS or MISS.
+of direct throughput at concurrency 64 with one worker; and (issue 21) against the bare relay,
+round by round: added p50 over it <= 0.40 ms at the lowest concurrency, and >= 80% of its
+requests/s at concurrency 64. All are judged on the proxy's default event loop (uvloop when
+installed) and printed with PASS or MISS.
 
 Run from the repository root: ``python bench/overhead_bench.py [--concurrency 1,16,64]
-[--duration 5] [--repeat 3] [--loops asyncio,uvloop] [--client auto] [--json FILE]``.
+[--duration 5] [--repeat 3] [--loops asyncio,uvloop] [--policies empty,default]
+[--cases json] [--client auto] [--json FILE]``. Issue 21's comparison alone: ``--concurrency
+1,64 --loops uvloop --policies default --cases json,stream``.
 """
 
 from __future__ import annotations
@@ -56,6 +69,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -74,10 +88,12 @@ import aiohttp
 from harness import (
     COMPLETION,
     COMPLETION_REQUEST,
+    COMPLETION_SEED,
     COMPLETION_TEXT,
     BenchError,
     Process,
     load_average,
+    make_events,
     policies,
     resolve_loop,
     run_main,
@@ -96,16 +112,44 @@ POLICY_HEADER = "x-shieldgate-policy"
 TARGET_ADDED_P50_MS = 1.0
 TARGET_THROUGHPUT_RATIO = 0.5
 TARGET_CONCURRENCY = 64
+# Issue 21, against the bare relay in the same rounds.
+TARGET_ADDED_VS_RELAY_MS = 0.40
+TARGET_VS_RELAY = 0.80
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# The streamed case: COMPLETION_TEXT again, as the fake upstream streams it in 4-character
+# ``chat.completion.chunk`` events (``stream-SIZE-CHUNK-SEED``, ``harness.make_events``).
+STREAM_CHUNK = 4
+STREAM_MODEL = f"stream-{len(COMPLETION_TEXT)}-{STREAM_CHUNK}-{COMPLETION_SEED}"
+STREAM_REQUEST = json.dumps(
+    {**json.loads(COMPLETION_REQUEST), "model": STREAM_MODEL, "stream": True},
+    separators=(",", ":"),
+).encode()
+STREAM_REPLY = b"".join(make_events(len(COMPLETION_TEXT), STREAM_CHUNK, COMPLETION_SEED)[1])
+CASES = {"json": (COMPLETION_REQUEST, COMPLETION), "stream": (STREAM_REQUEST, STREAM_REPLY)}
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    name: str
+    path: str  # direct, bare-relay, POLICY/LOOP
     url: str  # base URL including /v1
     policy: str | None  # expected x-shieldgate-policy header; None: not through the proxy
     process: Process  # the process whose CPU time is counted per request
     loop: str = ""
+    case: str = "json"  # which request: CASES
+
+    @property
+    def name(self) -> str:
+        return self.path if self.case == "json" else f"{self.path} {self.case}"
+
+    @property
+    def request(self) -> bytes:
+        return CASES[self.case][0]
+
+    @property
+    def expected(self) -> bytes:
+        return CASES[self.case][1]
 
 
 @dataclass(slots=True)
@@ -126,7 +170,7 @@ class Run:
 
 @dataclass(slots=True)
 class Cell:
-    target: str
+    target: Target
     concurrency: int
     runs: list[Run] = field(default_factory=list)
 
@@ -142,7 +186,7 @@ def check_reply(target: Target, status: int, headers: Any, body: bytes) -> str |
         return f"{POLICY_HEADER} is {headers.get(POLICY_HEADER)!r}, expected {target.policy!r}"
     if "x-shieldgate-blocked" in headers:
         return f"blocked: {headers['x-shieldgate-blocked']}"
-    if body != COMPLETION:
+    if body != target.expected:
         return f"body differs from the upstream's: {body[:200]!r}"
     return None
 
@@ -152,7 +196,7 @@ async def check_targets(targets: Sequence[Target]) -> None:
         for target in targets:
             async with session.post(
                 f"{target.url}/chat/completions",
-                data=COMPLETION_REQUEST,
+                data=target.request,
                 headers={"Content-Type": "application/json", "Authorization": "Bearer bench"},
             ) as response:
                 body = await response.read()
@@ -218,17 +262,20 @@ def wrk_script(
     target: Target,
     workdir: Path,
     *,
-    request: bytes = COMPLETION_REQUEST,
-    expected: bytes = COMPLETION,
+    request: bytes | None = None,
+    expected: bytes | None = None,
     contains: bool = False,
     authorization: str = "Bearer bench",
 ) -> Path:
-    """A wrk script sending ``request``; a reply is good when its status is 200, its policy
-    header is the target's and its body is ``expected`` (or, with ``contains``, contains it)."""
+    """A wrk script sending ``request`` (the target's by default); a reply is good when its
+    status is 200, its policy header is the target's and its body is ``expected`` (the
+    target's by default; or, with ``contains``, contains it)."""
+    request = target.request if request is None else request
+    expected = target.expected if expected is None else expected
     for text in (request, expected):
         if b"]==]" in text:
             raise BenchError("a body contains the Lua long-string terminator")
-    script = workdir / f"wrk-{target.name.replace('/', '-')}.lua"
+    script = workdir / f"wrk-{target.name.replace('/', '-').replace(' ', '-')}.lua"
     script.write_text(
         _WRK_SCRIPT.format(
             request=request.decode(),
@@ -313,7 +360,7 @@ async def run_aiohttp(target: Target, concurrency: int, duration: float) -> Meas
             while time.perf_counter() < deadline and not problems:
                 sent = time.perf_counter()
                 try:
-                    async with session.post(url, data=COMPLETION_REQUEST, headers=headers) as r:
+                    async with session.post(url, data=target.request, headers=headers) as r:
                         body = await r.read()
                         status, got = r.status, r.headers
                 except (aiohttp.ClientError, TimeoutError) as exc:
@@ -378,7 +425,7 @@ async def measure(
             upstream_cpu_s=cpu_seconds(upstream.pid) - upstream_before,
         )
 
-    cells = {(t.name, c): Cell(t.name, c) for c in args.concurrency for t in targets}
+    cells = {(t.name, c): Cell(t, c) for c in args.concurrency for t in targets}
     for concurrency in args.concurrency:
         for target in targets:  # warm-up, not counted: code paths, pools, caches
             await one(target, concurrency, args.warmup, counted=False)
@@ -388,7 +435,7 @@ async def measure(
                 run = await one(target, concurrency, args.duration, counted=True)
                 cells[target.name, concurrency].runs.append(run)
                 print(
-                    f"  c={concurrency:<3} round {round_ + 1}/{args.repeat}  {target.name:<16}"
+                    f"  c={concurrency:<3} round {round_ + 1}/{args.repeat}  {target.name:<22}"
                     f" {run.rps:9.0f} req/s  p50 {run.p50_ms:7.3f} ms  p99 {run.p99_ms:7.3f} ms"
                     f"  load {load_average():.2f}",
                     flush=True,
@@ -400,21 +447,33 @@ async def measure(
 
 
 def summarize(cells: Sequence[Cell], targets: Sequence[Target]) -> list[dict[str, Any]]:
-    by_key = {(c.target, c.concurrency): c for c in cells}
+    by_key = {(c.target.path, c.target.case, c.concurrency): c for c in cells}
     rows: list[dict[str, Any]] = []
     for cell in cells:
-        direct = by_key[("direct", cell.concurrency)]
+        case = cell.target.case
+        direct = by_key[("direct", case, cell.concurrency)]
+        relay = by_key.get(("bare-relay", case, cell.concurrency))
         runs = cell.runs
         median_run = sorted(runs, key=lambda r: r.rps)[len(runs) // 2]
         pairs = list(zip(runs, direct.runs, strict=True))
+        # Against the bare relay, round by round (issue 21's targets).
+        relayed = list(zip(runs, relay.runs, strict=True)) if relay is not None else []
+        vs_relay = [r.rps / b.rps for r, b in relayed]
+        added_vs_relay = [r.p50_ms - b.p50_ms for r, b in relayed]
         rows.append(
             {
-                "path": cell.target,
+                "vs_relay": statistics.median(vs_relay) if relayed else None,
+                "vs_relay_rounds": vs_relay,
+                "added_vs_relay_p50_ms": statistics.median(added_vs_relay) if relayed else None,
+                "added_vs_relay_p50_ms_rounds": added_vs_relay,
+                "path": cell.target.path,
+                "case": case,
                 "concurrency": cell.concurrency,
                 "rps": [r.rps for r in runs],
                 "rps_median": statistics.median(r.rps for r in runs),
                 "vs_direct": statistics.median(r.rps / d.rps for r, d in pairs),
                 "p50_ms": median_run.p50_ms,
+                "p50_ms_rounds": [r.p50_ms for r in runs],
                 "p90_ms": median_run.p90_ms,
                 "p99_ms": median_run.p99_ms,
                 "mean_ms": median_run.mean_ms,
@@ -423,6 +482,9 @@ def summarize(cells: Sequence[Cell], targets: Sequence[Target]) -> list[dict[str
                 "cpu_us_per_request": statistics.median(
                     r.cpu_s / r.requests * 1e6 for r in runs if r.requests
                 ),
+                "cpu_us_per_request_rounds": [
+                    r.cpu_s / r.requests * 1e6 for r in runs if r.requests
+                ],
                 "upstream_cpu_us_per_request": statistics.median(
                     r.upstream_cpu_s / r.requests * 1e6 for r in runs if r.requests
                 ),
@@ -430,25 +492,29 @@ def summarize(cells: Sequence[Cell], targets: Sequence[Target]) -> list[dict[str
             }
         )
     order = {t.name: i for i, t in enumerate(targets)}
-    rows.sort(key=lambda row: (row["concurrency"], order[row["path"]]))
+    rows.sort(key=lambda row: (row["case"] != "json", row["concurrency"], order[_name(row)]))
     return rows
+
+
+def _name(row: dict[str, Any]) -> str:
+    return row["path"] if row["case"] == "json" else f"{row['path']} {row['case']}"
 
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
     header = (
-        f"{'conc':>4} {'path':<16} {'req/s':>8} {'x direct':>8} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'conc':>4} {'path':<22} {'req/s':>8} {'x direct':>8} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'+p50 ms':>8} {'+p99 ms':>8} {'CPU us/req':>10}"
     )
     print(header)
     print("-" * len(header))
-    conc = None
+    group = None
     for row in rows:
-        if conc is not None and row["concurrency"] != conc:
+        if group is not None and (row["case"], row["concurrency"]) != group:
             print()
-        conc = row["concurrency"]
+        group = (row["case"], row["concurrency"])
         direct = row["path"] == "direct"
         print(
-            f"{row['concurrency']:>4} {row['path']:<16} {row['rps_median']:>8.0f} "
+            f"{row['concurrency']:>4} {_name(row):<22} {row['rps_median']:>8.0f} "
             f"{row['vs_direct']:>7.1%} {row['p50_ms']:>8.3f} {row['p99_ms']:>8.3f} "
             + (f"{'':>8} {'':>8} " if direct else f"{row['added_p50_ms']:>8.3f} ")
             + ("" if direct else f"{row['added_p99_ms']:>8.3f} ")
@@ -462,11 +528,86 @@ def print_table(rows: Sequence[dict[str, Any]]) -> None:
     )
 
 
+def side_by_side(rows: Sequence[dict[str, Any]], loop: str) -> list[dict[str, Any]]:
+    """Issue 21's comparison, per case: the bare relay and shieldgate with the default policy,
+    requests/s at the highest concurrency and p50 at the lowest, their ratio and the added
+    time (medians of the rounds, with the rounds' spread), and each process's CPU per request."""
+    by_key = {(r["path"], r["case"], r["concurrency"]): r for r in rows}
+    top = max(r["concurrency"] for r in rows)
+    low = min(r["concurrency"] for r in rows)
+    compared = []
+    for case in dict.fromkeys(r["case"] for r in rows):
+        relay_top = by_key.get(("bare-relay", case, top))
+        guarded_top = by_key.get((f"default/{loop}", case, top))
+        relay_low = by_key.get(("bare-relay", case, low))
+        guarded_low = by_key.get((f"default/{loop}", case, low))
+        if not (relay_top and guarded_top and relay_low and guarded_low):
+            continue
+        compared.append(
+            {
+                "case": case,
+                "loop": loop,
+                "top_concurrency": top,
+                "low_concurrency": low,
+                "relay_rps": relay_top["rps_median"],
+                "shieldgate_rps": guarded_top["rps_median"],
+                "ratio": guarded_top["vs_relay"],
+                "ratio_rounds": guarded_top["vs_relay_rounds"],
+                "relay_p50_ms": relay_low["p50_ms"],
+                "shieldgate_p50_ms": guarded_low["p50_ms"],
+                "added_p50_ms": guarded_low["added_vs_relay_p50_ms"],
+                "added_p50_ms_rounds": guarded_low["added_vs_relay_p50_ms_rounds"],
+                "relay_cpu_us_low": relay_low["cpu_us_per_request"],
+                "shieldgate_cpu_us_low": guarded_low["cpu_us_per_request"],
+                "relay_cpu_us_top": relay_top["cpu_us_per_request"],
+                "shieldgate_cpu_us_top": guarded_top["cpu_us_per_request"],
+            }
+        )
+    return compared
+
+
+def _spread(values: Sequence[float], fmt: str) -> str:
+    return f"{format(min(values), fmt)}..{format(max(values), fmt)}" if values else "-"
+
+
+def print_side_by_side(compared: Sequence[dict[str, Any]]) -> None:
+    if not compared:
+        return
+    c = compared[0]
+    top, low, loop = c["top_concurrency"], c["low_concurrency"], c["loop"]
+    print(
+        f"\nbare relay vs shieldgate (default policy, {loop}), same rounds: req/s at "
+        f"concurrency {top}, p50 at concurrency {low}, CPU us per request of each process"
+    )
+    header = (
+        f"{'case':<7} {'relay req/s':>11} {'sg req/s':>9} {'ratio':>6} {'(rounds)':>13} "
+        f"{'relay p50':>9} {'sg p50':>7} {'added':>7} {'(rounds)':>13} "
+        f"{'CPU relay/sg c=' + str(low):>18} {'CPU relay/sg c=' + str(top):>19}"
+    )
+    print(header)
+    print("-" * len(header))
+    for c in compared:
+        print(
+            f"{c['case']:<7} {c['relay_rps']:>11.0f} {c['shieldgate_rps']:>9.0f} "
+            f"{c['ratio']:>6.2f} {_spread(c['ratio_rounds'], '.2f'):>13} "
+            f"{c['relay_p50_ms']:>9.3f} {c['shieldgate_p50_ms']:>7.3f} "
+            f"{c['added_p50_ms']:>7.3f} {_spread(c['added_p50_ms_rounds'], '.3f'):>13} "
+            f"{c['relay_cpu_us_low']:>8.0f} / {c['shieldgate_cpu_us_low']:<7.0f} "
+            f"{c['relay_cpu_us_top']:>9.0f} / {c['shieldgate_cpu_us_top']:<7.0f}"
+        )
+    print(
+        "ratio: shieldgate's req/s over the bare relay's, median of the rounds (min..max); "
+        "added: shieldgate's p50 minus the bare relay's, median of the rounds (min..max); CPU: "
+        "user + system time of each proxy process per request.",
+        flush=True,
+    )
+
+
 def loop_gains(rows: Sequence[dict[str, Any]], loops: Sequence[str]) -> list[dict[str, Any]]:
     """uvloop against asyncio for each policy and concurrency, from the interleaved runs."""
     if "asyncio" not in loops or "uvloop" not in loops:
         return []
-    by_key = {(r["path"], r["concurrency"]): r for r in rows}
+    by_key = {(r["path"], r["concurrency"]): r for r in rows if r["case"] == "json"}
     gains: list[dict[str, Any]] = []
     for (path, conc), row in by_key.items():
         if not path.endswith("/uvloop"):
@@ -485,9 +626,31 @@ def loop_gains(rows: Sequence[dict[str, Any]], loops: Sequence[str]) -> list[dic
 
 
 def judge(rows: Sequence[dict[str, Any]], loop: str) -> list[dict[str, Any]]:
-    by_key = {(r["path"], r["concurrency"]): r for r in rows}
+    # The targets are for non-stream requests.
+    by_key = {(r["path"], r["concurrency"]): r for r in rows if r["case"] == "json"}
     verdicts: list[dict[str, Any]] = []
     lowest = min(r["concurrency"] for r in rows)
+    # Issue 21: against the bare aiohttp relay measured in the same rounds.
+    row = by_key.get((f"default/{loop}", lowest))
+    if row is not None and row.get("added_vs_relay_p50_ms") is not None:
+        verdicts.append(
+            {
+                "target": f"added p50 over the bare relay <= {TARGET_ADDED_VS_RELAY_MS:g} ms "
+                f"(default policy, {loop}, concurrency {lowest})",
+                "value": f"{row['added_vs_relay_p50_ms']:.3f} ms",
+                "pass": row["added_vs_relay_p50_ms"] <= TARGET_ADDED_VS_RELAY_MS,
+            }
+        )
+    row = by_key.get((f"default/{loop}", TARGET_CONCURRENCY))
+    if row is not None and row.get("vs_relay") is not None:
+        verdicts.append(
+            {
+                "target": f"throughput >= {TARGET_VS_RELAY:.0%} of the bare relay's "
+                f"(default policy, {loop}, concurrency {TARGET_CONCURRENCY}, one worker)",
+                "value": f"{row['vs_relay']:.0%}",
+                "pass": row["vs_relay"] >= TARGET_VS_RELAY,
+            }
+        )
     row = by_key.get((f"default/{loop}", lowest))
     if row is not None:
         verdicts.append(
@@ -513,7 +676,7 @@ def judge(rows: Sequence[dict[str, Any]], loop: str) -> list[dict[str, Any]]:
 
 def floor_lines(rows: Sequence[dict[str, Any]], loop: str) -> list[str]:
     """What the bare aiohttp relay reaches, beside what shieldgate reaches, per concurrency."""
-    by_key = {(r["path"], r["concurrency"]): r for r in rows}
+    by_key = {(r["path"], r["concurrency"]): r for r in rows if r["case"] == "json"}
     lines = []
     for concurrency in sorted({r["concurrency"] for r in rows}):
         relay = by_key.get(("bare-relay", concurrency))
@@ -524,7 +687,8 @@ def floor_lines(rows: Sequence[dict[str, Any]], loop: str) -> list[str]:
             f"floor at c={concurrency}: a bare aiohttp relay reaches {relay['vs_direct']:.1%} of "
             f"direct ({relay['cpu_us_per_request']:.0f} us CPU/request); shieldgate with the "
             f"default policy {guarded['vs_direct']:.1%} ({guarded['cpu_us_per_request']:.0f} "
-            f"us), {guarded['rps_median'] / relay['rps_median']:.0%} of the bare relay's requests/s"
+            f"us), {guarded['vs_relay']:.0%} of the bare relay's requests/s and "
+            f"{guarded['added_vs_relay_p50_ms']:+.3f} ms p50 over it (medians of the rounds)"
         )
     return lines
 
@@ -543,6 +707,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="asyncio,uvloop",
         help="proxy event loops to compare (uvloop is left out when not installed)",
     )
+    parser.add_argument(
+        "--policies",
+        default="empty,default",
+        help="shieldgate paths: the empty and/or the default policy",
+    )
+    parser.add_argument(
+        "--cases",
+        default="json",
+        help="json (a non-stream reply) and/or stream (the same text streamed in 4-character "
+        "events)",
+    )
     parser.add_argument("--client", choices=("auto", "wrk", "aiohttp"), default="auto")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write results as JSON")
     args = parser.parse_args(argv)
@@ -558,6 +733,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not loops or any(x not in ("asyncio", "uvloop") for x in loops):
         parser.error("--loops: asyncio and/or uvloop")
     args.loops = [x for x in loops if x == "asyncio" or resolve_loop("auto") == "uvloop"]
+    args.policies = [x.strip() for x in args.policies.split(",") if x.strip()]
+    if not args.policies or any(x not in ("empty", "default") for x in args.policies):
+        parser.error("--policies: empty and/or default")
+    args.cases = [x.strip() for x in args.cases.split(",") if x.strip()]
+    if not args.cases or any(x not in CASES for x in args.cases):
+        parser.error("--cases: json and/or stream")
     if not args.loops:
         parser.error("--loops uvloop: uvloop is not installed")
     if args.client == "auto":
@@ -594,23 +775,28 @@ async def run(args: argparse.Namespace) -> int:
         try:
             upstream = await start_fake_upstream(workdir)
             children.append(upstream)
-            targets = [Target("direct", upstream.url, None, upstream)]
+            servers = [Target("direct", upstream.url, None, upstream)]
             relay = await start_bare_relay(upstream.url, workdir, resolve_loop("auto"))
             children.append(relay)
-            targets.append(Target("bare-relay", relay.url, None, relay, relay.loop))
+            servers.append(Target("bare-relay", relay.url, None, relay, relay.loop))
             for loop in args.loops:
                 for policy, file, name in (
                     ("empty", empty_file, "empty"),
                     ("default", default_file, default.name),
                 ):
+                    if policy not in args.policies:
+                        continue
                     proxy = await start_proxy(
                         f"{policy}-{loop}", upstream.url, file, workdir, loop=loop
                     )
                     children.append(proxy)
-                    targets.append(Target(f"{policy}/{loop}", proxy.url, name, proxy, loop))
+                    servers.append(Target(f"{policy}/{loop}", proxy.url, name, proxy, loop))
+            targets = [
+                dataclasses.replace(server, case=case) for case in args.cases for server in servers
+            ]
             print(
                 f"fake upstream {upstream.url} (pid {upstream.pid}, loop {upstream.loop}); "
-                + ", ".join(f"{t.name} {t.url} (pid {t.process.pid})" for t in targets[1:]),
+                + ", ".join(f"{t.name} {t.url} (pid {t.process.pid})" for t in servers[1:]),
                 flush=True,
             )
             await check_targets(targets)
@@ -631,6 +817,8 @@ async def run(args: argparse.Namespace) -> int:
             )
         )
     judged_loop = default_loop if default_loop in args.loops else args.loops[0]
+    compared = side_by_side(rows, judged_loop)
+    print_side_by_side(compared)
     verdicts = judge(rows, judged_loop)
     print()
     for line in floor_lines(rows, judged_loop):
@@ -655,7 +843,10 @@ async def run(args: argparse.Namespace) -> int:
             "default_loop": default_loop,
             "request_bytes": len(COMPLETION_REQUEST),
             "reply_bytes": len(COMPLETION),
+            "cases": args.cases,
+            "stream_reply_bytes": len(STREAM_REPLY),
             "results": rows,
+            "relay_vs_shieldgate": compared,
             "uvloop_vs_asyncio": gains,
             "targets": verdicts,
         }

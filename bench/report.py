@@ -1,8 +1,8 @@
 """Writes ``docs/performance.md`` and its plot from the benchmarks' JSON results.
 
 Reads ``overhead.json`` (``overhead_bench.py``), ``stream.json`` (``stream_bench.py``),
-``memory.json`` (``memory_bench.py``) and, when present, ``peer.json`` (``peer_bench.py``) and
-``shields.json`` (``shield_bench.py``) from
+``memory.json`` (``memory_bench.py``) and, when present, ``peer.json`` (``peer_bench.py``),
+``shields.json`` (``shield_bench.py``) and ``history.json`` (``history_bench.py``) from
 ``--results`` (default ``bench/results``, ignored by git). With ``--run`` it first runs the
 benchmarks with their default settings, writing those files; a benchmark that fails stops
 the report (exit status 1), so a report never shows figures from a run with errors.
@@ -33,6 +33,7 @@ BENCHES = {
     "memory": ["memory_bench.py"],
     "peer": ["peer_bench.py"],
     "shields": ["shield_bench.py"],
+    "history": ["history_bench.py"],
 }
 MiB = 1024 * 1024
 
@@ -56,6 +57,12 @@ def load(results: Path, name: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
     document: dict[str, Any] = json.loads(path.read_text())
+    if name == "overhead":
+        # The tables and targets here are for the non-stream case; the streamed one (``--cases
+        # json,stream``) is kept apart, with the relay-vs-shieldgate comparison.
+        results = document["results"]
+        document["results"] = [r for r in results if r.get("case", "json") == "json"]
+        document["other_results"] = [r for r in results if r.get("case", "json") != "json"]
     return document
 
 
@@ -123,6 +130,31 @@ def overhead_section(doc: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {g['policy']} | {g['concurrency']} | {g['rps_ratio']:.2f}x | "
                 f"{g['cpu_ratio']:.2f}x |"
+            )
+    compared = doc.get("relay_vs_shieldgate") or []
+    if compared:
+        c = compared[0]
+        lines += [
+            "",
+            f"The bare aiohttp relay against shieldgate with the default policy "
+            f"({c['loop']}), same rounds (issue 21): requests/s at concurrency "
+            f"{c['top_concurrency']}, p50 at concurrency {c['low_concurrency']}; medians of "
+            "the rounds, their range in brackets; CPU µs per request of each process.",
+            "",
+            "| case | relay req/s | shieldgate req/s | ratio | relay p50 ms | shieldgate p50 ms "
+            f"| added p50 ms | CPU µs relay / shieldgate, c={c['low_concurrency']} "
+            f"| c={c['top_concurrency']} |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for c in compared:
+            ratios, added = c["ratio_rounds"], c["added_p50_ms_rounds"]
+            lines.append(
+                f"| {c['case']} | {c['relay_rps']:,.0f} | {c['shieldgate_rps']:,.0f} | "
+                f"{c['ratio']:.2f} ({min(ratios):.2f}–{max(ratios):.2f}) | "
+                f"{c['relay_p50_ms']:.3f} | {c['shieldgate_p50_ms']:.3f} | "
+                f"{c['added_p50_ms']:.3f} ({min(added):.3f}–{max(added):.3f}) | "
+                f"{c['relay_cpu_us_low']:,.0f} / {c['shieldgate_cpu_us_low']:,.0f} | "
+                f"{c['relay_cpu_us_top']:,.0f} / {c['shieldgate_cpu_us_top']:,.0f} |"
             )
     return lines
 
@@ -344,7 +376,7 @@ def loop_section(stream: dict[str, Any]) -> list[str]:
 
 def targets_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
     lines = ["## Targets", "", "| target | measured | |", "|---|---|---|"]
-    for name in ("overhead", "stream"):
+    for name in ("overhead", "stream", "history"):
         doc = docs.get(name)
         for v in (doc or {}).get("targets", []):
             lines.append(f"| {v['target']} | {v['value']} | {mark(v['pass'])} |")
@@ -374,6 +406,80 @@ def targets_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
             f"| {mark(len(passed) == len(rows))} |"
         )
     return lines
+
+
+def history_section(doc: dict[str, Any]) -> list[str]:
+    """Long conversations: each size's p50 and added latency, CPU per request, per path."""
+    names = list(doc["results"][0]["paths"]) if doc["results"] else []
+    header = "| history | messages |"
+    rule = "|---:|---:|"
+    for name in names:
+        header += f" {name} p50 ms |" + ("" if name == "bare-relay" else f" {name} added ms |")
+        header += f" {name} CPU ms |"
+        rule += "---:|" * (2 if name == "bare-relay" else 3)
+    lines = [
+        "## Long conversations: the input cache",
+        "",
+        f"`python bench/history_bench.py` — {provenance(doc)}; concurrency 1, "
+        f"{doc['requests']} requests per path, size and round, {doc['repeat']} interleaved "
+        f"rounds, proxy event loop {doc['loop']}. One conversation (prose turns and tool "
+        "calls with their results) cut at growing sizes; every request sends that history "
+        "and one new short user message. `added`: shieldgate's p50 minus the bare relay's, "
+        "same rounds; `uncached`: shieldgate with `input_cache_bytes: 0`; CPU: the proxy "
+        "process's CPU time per request, all its threads.",
+        "",
+        header,
+        rule,
+    ]
+    for row in doc["results"]:
+        size = row["history_bytes"]
+        shown = f"{size / 1000:.0f} KB" if size < 1_000_000 else f"{size / 1_000_000:.2f} MB"
+        line = f"| {shown} | {row['messages']} |"
+        for name in names:
+            path = row["paths"][name]
+            line += f" {path['p50_ms']:.2f} |"
+            if path["added_p50_ms"] is not None:
+                line += f" {path['added_p50_ms']:+.2f} |"
+            line += f" {path['cpu_ms_per_request']:.2f} |"
+        lines.append(line)
+    lines += ["", *HISTORY_NOTES]
+    return lines
+
+
+# What the history table measures, for the report (the figures above it are the run's).
+HISTORY_NOTES = [
+    "What makes the difference is the input cache (`shields/openai/input_cache.py`): the "
+    "input stage remembers, per process, what its local shields found in each text of a "
+    "request, and scans only the texts it has not seen; a remembered text's findings are "
+    "enforced as a fresh scan's (same blocks, same redactions written into the forwarded "
+    "body, same findings logged, counted and audited; `tests/test_input_cache.py` compares "
+    "cached and fresh checks of random conversations growing turn by turn). A text is "
+    "remembered under everything the local shields read of it: the compiled policy (each "
+    "compiled policy and endpoint view is a build of its own, so a reload starts afresh) and "
+    "its `on_error`, the role (which shields apply, the injection shield's profile), whether "
+    "it is JSON (tool-call arguments), each field's exact text and which fields are also "
+    "scanned joined (content parts), and the audit fingerprint. Not remembered: the "
+    "request-wide checks (`length`'s `max_messages` and `max_chars_per_request`, which read "
+    "the whole conversation), a text whose scan failed, and remote and classifier shields "
+    "(they keep their own verdict cache). The Responses API's stored history "
+    "(`previous_response_id`) goes through the same input stage, so it is not scanned again "
+    "under the same policy either (its stored answers are scanned once, at the next turn).",
+    "",
+    "Setting: `input_cache_bytes` (`SHIELDGATE_INPUT_CACHE_BYTES`), default 64 MiB per "
+    "process, least recently used texts forgotten first; `0` turns the cache off. Metrics: "
+    "`shieldgate_input_cache_hits_total` (texts answered from the cache), "
+    "`shieldgate_input_cache_misses_total` (texts scanned), "
+    "`shieldgate_input_cache_evictions_total`, `shieldgate_input_cache_bytes` (its approximate "
+    "size: the texts it holds plus a fixed cost per entry and finding).",
+    "",
+    "What is left grows with the history but is not scanning: reading the body (orjson, the "
+    "duplicate-key check, the walk over every message that builds the texts the shields "
+    "read), and one cache lookup per text (hashing its characters). A large body stays on "
+    "the event loop when it is quick to read (up to 2 MiB and 1,000 JSON objects) and its new "
+    "text short (64K characters), instead of two thread hops, which cost milliseconds on a "
+    "busy machine (`proxy/off_loop.py`); many tiny objects or much new text still go to a "
+    "worker thread.",
+]
 
 
 def _feed_label(mode: dict[str, Any]) -> str:
@@ -527,6 +633,21 @@ def plot(docs: dict[str, dict[str, Any] | None], out: Path) -> bool:
     return True
 
 
+# Everything after this line in the report is written by hand (before/after comparisons of
+# code changes, which no single run of a benchmark produces) and kept when the report is
+# written again.
+KEPT_MARKER = "<!-- written by hand below: bench/report.py keeps it -->"
+
+
+def kept_sections(out: Path) -> str:
+    """The hand-written tail of an existing report, from ``KEPT_MARKER`` on ('' if none)."""
+    if not out.exists():
+        return ""
+    text = out.read_text()
+    at = text.find(KEPT_MARKER)
+    return text[at:].rstrip("\n") if at >= 0 else ""
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -538,7 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, default=REPO_ROOT / "docs" / "performance.svg")
     args = parser.parse_args(argv)
     if args.run:
-        run_benches(args.results, ["overhead", "stream", "memory", "peer", "shields"])
+        run_benches(args.results, ["overhead", "stream", "memory", "peer", "shields", "history"])
     docs = {name: load(args.results, name) for name in BENCHES}
     missing = [n for n in ("overhead", "stream", "memory") if docs[n] is None]
     if missing:
@@ -577,6 +698,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines += ["", *shields_section(shields)]
     if peer:
         lines += ["", *peer_section(peer)]
+    history = docs.get("history")
+    if history:
+        lines += ["", *history_section(history)]
+    kept = kept_sections(args.out)
+    if kept:
+        lines += ["", kept]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}" + (f" and {args.plot}" if plotted else ""))

@@ -1,8 +1,8 @@
 """``create_app``: routes, typed state and the upstream session's lifetime. No business logic.
 
 Only the routes below exist. Every other path is a 404 in OpenAI's error shape and is never
-forwarded: an endpoint the proxy cannot guard (embeddings, files, assistants...) must not become
-a way around the policy.
+forwarded: an endpoint the proxy cannot guard (files, assistants, audio...) must not become a way
+around the policy. docs/endpoints.md lists what each route guards.
 
 Errors aiohttp answers by itself, before any route runs, are in that shape too: see
 ``proxy.connection``.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,14 +23,25 @@ from aiohttp import web
 from proxy.audit import AuditTrail
 from proxy.auth import KEYS, auth_middleware, presents_valid_key
 from proxy.chat import chat_completions
+from proxy.completions import create_completion
 from proxy.connection import expect_continue
-from proxy.errors import Handler, UpstreamError, UpstreamTimeout, error_middleware, json_response
+from proxy.embeddings import create_embeddings
+from proxy.errors import (
+    Handler,
+    UpstreamError,
+    UpstreamTimeout,
+    anthropic_errors,
+    error_middleware,
+    json_response,
+)
 from proxy.keys import KeySource
 from proxy.logs import redact_aiohttp_logs
+from proxy.mcp_pins import PinSource
+from proxy.messages import count_tokens, create_message
 from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from proxy.metrics import Metrics
 from proxy.models import list_models
-from proxy.policy_source import PolicySource
+from proxy.policy_source import Companion, PolicySource
 from proxy.readiness import UpstreamProbe, readiness
 from proxy.remote_backends import HttpBackends
 from proxy.request_context import (
@@ -42,9 +52,11 @@ from proxy.request_context import (
 )
 from proxy.response_store import open_response_store
 from proxy.responses import create_response, delete_response, retrieve_response
-from proxy.settings import Settings, default_responses_db
+from proxy.settings import Settings
 from proxy.state import (
     AUDIT,
+    INPUT_CACHE,
+    MCP_PINS,
     METRICS,
     MODEL,
     POLICY,
@@ -62,6 +74,7 @@ from proxy.state import (
 )
 from proxy.upstream import LoggedFailure, Upstream
 from shields.normalize import load_confusables
+from shields.openai.input_cache import InputCache
 from shields.policy import CompiledPolicy
 from shields.routing import PolicySet
 
@@ -71,7 +84,15 @@ log = logging.getLogger("shieldgate.app")
 access_log = logging.getLogger("shieldgate.access")
 
 # Routes whose requests the shields judge: their access-log line carries a verdict.
-_GUARDED = frozenset({"/v1/chat/completions", "/v1/responses"})
+_GUARDED = frozenset(
+    {
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/embeddings",
+        "/v1/messages",
+        "/v1/completions",
+    }
+)
 # The access log's status for a request whose handler was cancelled (the client left, or the
 # shutdown grace ran out): nginx's "client closed request".
 _CANCELLED = 499
@@ -104,35 +125,12 @@ async def _remote_backends(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _response_store(app: web.Application) -> AsyncIterator[None]:
-    location = app[SETTINGS].responses_db
-    _announce_store(location)
-    # Opened lazily by the store itself: no file appears unless /v1/responses stores one.
-    store = open_response_store(location)
+    # A SQLite store opens lazily (no file appears unless /v1/responses stores one); a
+    # PostgreSQL store connects now, and a failure (StoreStartupError) stops the start.
+    store = await open_response_store(app[SETTINGS])
     app[RESPONSE_STORE] = store
     yield
     await store.close()
-
-
-def _announce_store(location: str) -> None:
-    """Says where stored responses go (an operator should not have to find the file), and
-    makes the default location's directory."""
-    if location == ":memory:":
-        log.info("responses store: in memory (lost at exit)")
-        return
-    path = os.path.abspath(location)
-    log.info("responses store: %s", path, extra={"path": path})
-    if location == default_responses_db():
-        _make_state_directory(os.path.dirname(path))
-
-
-def _make_state_directory(path: str) -> None:
-    """The default store's directory, made private to the user (0700): stored responses are
-    conversations. A directory named by the operator is theirs to make."""
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        # Not fatal: the Responses API answers on, and reading stored responses gets a 503.
-        log.warning("cannot create the responses store's directory %s: %s", path, exc.strerror)
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -264,7 +262,8 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     or directory, edits there (or SIGHUP, see the CLI) load new policies.
 
     With ``settings.keys_file`` every request but the probes and metrics needs a client key;
-    a keys file that does not load (or names an unknown policy) raises KeysFileError."""
+    a keys file that does not load (or names an unknown policy) raises KeysFileError; so does
+    an MCP pins file (``settings.mcp_pins_file``) that does not load: PinsFileError."""
     # Load the confusables table now, not in the first request that holds non-ASCII text.
     load_confusables()
     # However the app is served, aiohttp's logs never quote a request's bytes.
@@ -272,9 +271,12 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     metrics_ = Metrics(models=settings.metrics_models)
     policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
     keys = KeySource(settings.keys_file, policies) if settings.keys_file else None
+    pins = PinSource(settings.mcp_pins_file) if settings.mcp_pins_file else None
     middlewares = [
         request_id_middleware,
         _observe(metrics_, settings.access_log),
+        # Outside the error middleware: it reshapes the errors that one renders.
+        anthropic_errors,
         error_middleware(settings.max_body_bytes),
         _log_upstream_errors,
     ]
@@ -290,6 +292,7 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
         timeout=min(settings.connect_timeout, 2.0),
         ttl=settings.readyz_upstream_ttl,
     )
+    app[INPUT_CACHE] = InputCache(settings.input_cache_bytes)
     app[AUDIT] = AuditTrail(
         settings.audit_log,
         key=settings.audit_hash_key.encode() if settings.audit_hash_key else None,
@@ -302,22 +305,31 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
 
     path = Path(settings.policy) if settings.policy else None
     # The keys file is reloaded with the policies, checked against them: both or neither.
-    companions = [keys] if keys is not None else []
+    # The pins file too: an edit takes effect as a policy edit does.
+    companions: list[Companion] = [keys] if keys is not None else []
+    if pins is not None:
+        companions.append(pins)
+        app[MCP_PINS] = pins
     app[POLICY] = PolicySource(policies, path, on_reload=reloaded, companions=companions)
     if keys is not None:
         app[KEYS] = keys
+    # The store first: when it cannot start, nothing else has been started to be left open.
+    app.cleanup_ctx.append(_response_store)
     app.cleanup_ctx.append(_upstream_session)
     app.cleanup_ctx.append(_watch_policy)
-    app.cleanup_ctx.append(_response_store)
     app.cleanup_ctx.append(_remote_backends)
     app.cleanup_ctx.append(_audit_trail)
     app.on_response_prepare.append(_policy_header)
     expect = expect_continue
     app.router.add_post("/v1/chat/completions", chat_completions, expect_handler=expect)
+    app.router.add_post("/v1/completions", create_completion, expect_handler=expect)
+    app.router.add_post("/v1/embeddings", create_embeddings, expect_handler=expect)
     app.router.add_get("/v1/models", list_models, expect_handler=expect)
     app.router.add_post("/v1/responses", create_response, expect_handler=expect)
     app.router.add_get("/v1/responses/{response_id}", retrieve_response, expect_handler=expect)
     app.router.add_delete("/v1/responses/{response_id}", delete_response, expect_handler=expect)
+    app.router.add_post("/v1/messages", create_message, expect_handler=expect)
+    app.router.add_post("/v1/messages/count_tokens", count_tokens, expect_handler=expect)
     app.router.add_get("/healthz", healthz, expect_handler=expect)
     app.router.add_get("/readyz", readyz, expect_handler=expect)
     app.router.add_get("/metrics", metrics, expect_handler=expect)

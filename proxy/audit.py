@@ -122,7 +122,18 @@ class AuditTrail:
         digest = hmac.new(self._key, text.encode("utf-8", "surrogatepass"), hashlib.sha256)
         return digest.hexdigest()[:32]
 
-    def record(self, context: AuditContext, stage: Stage, finding: Finding, monitor: bool) -> None:
+    def record(
+        self,
+        context: AuditContext,
+        stage: Stage,
+        finding: Finding,
+        monitor: bool,
+        *,
+        hop: str | None = None,
+        endpoint: str | None = None,
+    ) -> None:
+        """``hop``: the MCP hop the finding is on, if any (``proxy.mcp_checks``); ``endpoint``:
+        the surface the request came in on (``chat``, ``messages``...)."""
         if not self.enabled:
             return
         entry: dict[str, Any] = {
@@ -132,6 +143,7 @@ class AuditTrail:
             "policy": context.policy,
             "policy_hash": context.policy_hash,
             "stage": stage.value,
+            "endpoint": endpoint,
             "shield": finding.shield_id,
             "type": finding.shield_type,
             "label": finding.label,
@@ -140,7 +152,30 @@ class AuditTrail:
             "start": finding.start,
             "end": finding.end,
         }
+        if hop is not None:
+            entry["hop"] = hop
         entry["match" if self._include_text else "match_hash"] = finding.digest
+        self._logger.info(json.dumps(entry))
+
+    def record_tool_change(
+        self, context: AuditContext, details: dict[str, Any], *, endpoint: str
+    ) -> None:
+        """An MCP tool whose fingerprint changed (``proxy.mcp_pinning``): ``details`` names
+        the server, the tool, the fields that changed and the old and new digests — never
+        the descriptions themselves, nor a header."""
+        if not self.enabled:
+            return
+        entry: dict[str, Any] = {
+            "time": time.time(),
+            "event": "mcp_tool_change",
+            "request_id": context.request_id,
+            "tenant": context.tenant,
+            "policy": context.policy,
+            "policy_hash": context.policy_hash,
+            "endpoint": endpoint,
+            "hop": "mcp_tools",
+            **details,
+        }
         self._logger.info(json.dumps(entry))
 
     def close(self) -> None:

@@ -8,10 +8,12 @@ nothing about the service. ``/readyz`` tells it whether the proxy is ready and t
 hashes only; its details (a failed reload's error, which quotes the policy file) need a valid
 key (:func:`presents_valid_key`).
 
-The key is read from ``Authorization: Bearer ...`` only — what every OpenAI SDK sends. A second
-header (``x-api-key``) would be a second credential channel that the rest of the proxy does not
-know about: stored responses, for one, belong to the ``Authorization`` credential that created
-them.
+The key is read from ``Authorization: Bearer ...`` — what every OpenAI SDK sends. On the
+Anthropic surface (``/v1/messages`` and below) it may come as ``x-api-key`` instead, as Anthropic
+SDKs send it; two different keys in the two headers are refused. Only there: elsewhere a second
+header would be a second credential channel that the rest of the proxy does not know about
+(stored responses, for one, belong to the ``Authorization`` credential that created them), and
+the Messages API stores nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.errors import Handler, error_body, json_response
+from proxy.errors import Handler, anthropic_path, error_body, json_response
 from proxy.keys import ClientKey, KeySource
 from proxy.metrics import Metrics
 
@@ -31,6 +33,7 @@ __all__ = [
     "auth_middleware",
     "bearer_token",
     "client_key_of",
+    "presented_keys",
     "presents_valid_key",
 ]
 
@@ -45,6 +48,27 @@ def bearer_token(request: web.Request) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
+def presented_keys(request: web.Request) -> list[str]:
+    """The distinct keys the request presents: its bearer token, and on the Anthropic surface
+    its ``x-api-key``."""
+    keys = []
+    bearer = bearer_token(request)
+    if bearer is not None:
+        keys.append(bearer)
+    if anthropic_path(request.path):
+        api_key = request.headers.get("x-api-key", "").strip()
+        if api_key and api_key != bearer:
+            keys.append(api_key)
+    return keys
+
+
+def _one_key(request: web.Request) -> str | None:
+    """The key the request authenticates with: None for none, or for two different ones
+    (which one the client meant is anyone's guess: neither is taken)."""
+    keys = presented_keys(request)
+    return keys[0] if len(keys) == 1 else None
+
+
 def client_key_of(request: web.Request) -> ClientKey | None:
     """The key the request authenticated with (None when auth is off)."""
     return request.get(CLIENT_KEY)
@@ -55,7 +79,7 @@ def presents_valid_key(request: web.Request) -> bool:
     middleware lets through without one. False when there is no keys file: then no request
     can prove it is a client of the operator's."""
     keys = request.app.get(KEYS)
-    return keys is not None and keys.ring.authenticate(bearer_token(request)) is not None
+    return keys is not None and keys.ring.authenticate(_one_key(request)) is not None
 
 
 def _unauthorized(message: str) -> web.Response:
@@ -73,15 +97,18 @@ def auth_middleware(metrics: Metrics, keys: KeySource) -> Any:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in OPEN_PATHS:
             return await handler(request)
-        token = bearer_token(request)
-        key = keys.ring.authenticate(token)
+        key = keys.ring.authenticate(_one_key(request))
         if key is None:
             metrics.rejected.labels("auth").inc()
             # Never echo what was sent: it may be a real key of some other service.
-            if token is None:
-                return _unauthorized(
-                    "Missing API key: send your shieldgate key as `Authorization: Bearer sg-...`"
-                )
+            presented = presented_keys(request)
+            if not presented:
+                how = "`Authorization: Bearer sg-...`"
+                if anthropic_path(request.path):
+                    how = "`x-api-key: sg-...` or " + how
+                return _unauthorized(f"Missing API key: send your shieldgate key as {how}")
+            if len(presented) > 1:
+                return _unauthorized("Two different API keys provided (x-api-key, Authorization)")
             return _unauthorized("Incorrect API key provided")
         request[CLIENT_KEY] = key
         return await handler(request)

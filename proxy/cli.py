@@ -94,8 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument(
         "--remote",
         action="store_true",
-        help="call remote shields (llm_judge, moderation, webhook); without it, cases naming "
-        "one are skipped",
+        help="call awaited shields (llm_judge, moderation, webhook, and local classifiers); "
+        "without it, cases naming one are skipped",
     )
 
     scan = commands.add_parser(
@@ -104,7 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--policy", help="policy YAML file (default: the packaged default policy)")
     scan.add_argument("--stage", choices=["input", "output"], default="input")
     scan.add_argument(
-        "--remote", action="store_true", help="call remote shields (default: listed as skipped)"
+        "--remote",
+        action="store_true",
+        help="call awaited shields: remote judges and local classifiers (default: listed as "
+        "skipped)",
     )
     scan.add_argument(
         "--explain", action="store_true", help="add each finding's action and matched text"
@@ -116,6 +119,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     new.add_argument("--tenant", required=True, help="tenant name (metrics label, audit field)")
     new.add_argument("--policy", help="the policy its requests run under (default: routes)")
+    mcp = commands.add_parser("mcp", help="pin MCP servers' tools (the pins file)")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="COMMAND")
+    pin = mcp_commands.add_parser(
+        "pin", help="list an MCP server's tools and print their pins (YAML) for the pins file"
+    )
+    pin.add_argument("url", metavar="URL", help="the server's MCP endpoint (streamable HTTP)")
+    pin.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a header to send with the listing (repeatable), e.g. 'Authorization: Bearer ...'",
+    )
+    pin.add_argument("--config", help="YAML file of settings (the mcp_* timeouts and limits)")
+    forget = mcp_commands.add_parser(
+        "forget",
+        help="delete a server's first-use record from the store (its next listing is trusted)",
+    )
+    forget.add_argument("url", metavar="URL", help="the server's MCP endpoint")
+    forget.add_argument("--config", help="YAML file of settings (responses_db)")
     demo = commands.add_parser(
         "demo",
         help="start a real model (SmolLM2 on llama.cpp) with shieldgate in front and show a tour",
@@ -173,7 +196,22 @@ def _offline_command(args: argparse.Namespace) -> int:
             )
     if args.command == "scan":
         return _scan(args)
+    if args.command == "mcp":
+        return _mcp(args)
     return new_key_command(args.tenant, args.policy, sys.stdout, sys.stderr)
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from proxy.mcp_cli import forget_command, pin_command, settings_for
+
+    config_path = args.config or os.environ.get("SHIELDGATE_CONFIG")
+    try:
+        settings = settings_for(read_config_file(config_path) if config_path else None)
+    except (ValueError, ValidationError) as exc:
+        return _fail(f"invalid setting: {str(exc).splitlines()[0]}")
+    if args.mcp_command == "pin":
+        return pin_command(args.url, args.header, settings, sys.stdout, sys.stderr)
+    return forget_command(args.url, settings, sys.stdout, sys.stderr)
 
 
 def _scan(args: argparse.Namespace) -> int:
@@ -242,6 +280,11 @@ def _serve_command(args: argparse.Namespace) -> int:
         return _fail(problem)  # checked here too, before any worker starts: exit status 2
     if settings.audit_log and (problem := audit_log_problem(settings.audit_log)):
         return _fail(problem)  # not "cannot listen": the socket is not what failed
+    if settings.mcp_pins_file:
+        from proxy.mcp_pins import pins_file_problem
+
+        if problem := pins_file_problem(settings.mcp_pins_file):
+            return _fail(problem)
     # Imported here: it loads aiohttp, which the offline commands (check, test, scan) never
     # need, so a pre-commit hook does not pay for it.
     from proxy.logs import configure_logging
@@ -251,10 +294,13 @@ def _serve_command(args: argparse.Namespace) -> int:
         from proxy.workers import serve_workers
 
         return serve_workers(settings)
+    from proxy.response_store import StoreStartupError
     from proxy.server import run  # uvloop when installed (bench/overhead_bench.py: ~10% CPU)
 
     try:
         run(_serve(settings, policies))
+    except StoreStartupError as exc:
+        return _fail(str(exc))  # a database that cannot be used: the operator's to fix
     except OSError as exc:
         print(
             f"shieldgate: cannot listen on {settings.host}:{settings.port}: {exc.strerror}",

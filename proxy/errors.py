@@ -2,28 +2,47 @@
 
 Clients are OpenAI SDKs: they parse ``{"error": {"message", "type", "param", "code"}}`` into
 typed exceptions, so even a 404 for an unknown path or a 413 for a huge body uses that shape.
+On the Anthropic surface (``/v1/messages``) the same errors are rewritten in Anthropic's shape
+(``anthropic_errors``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from aiohttp import web
 
 from proxy import json_codec
+from shields.openai.errors import RequestShapeError
 
 __all__ = [
+    "ANTHROPIC_PATH",
     "BadRequest",
+    "ClientBodyTimeout",
+    "ClosingError",
+    "ExternalConnectorError",
+    "McpToolsChanged",
+    "McpUnavailable",
+    "NotFound",
     "Overloaded",
     "PayloadTooLarge",
     "ProxyError",
+    "StoreUnavailable",
+    "UndecodableBody",
     "UpstreamError",
     "UpstreamTimeout",
+    "anthropic_error_body",
+    "anthropic_error_type",
+    "anthropic_errors",
+    "anthropic_path",
+    "bad_request",
     "error_body",
     "error_middleware",
     "json_response",
+    "read_as_bad_request",
     "start_response",
 ]
 
@@ -90,9 +109,92 @@ class BadRequest(ProxyError):
     type = "invalid_request_error"
 
 
-class PayloadTooLarge(BadRequest):
+class ExternalConnectorError(ProxyError):
+    """A remote tool server the request needs failed before the model was asked anything (an
+    MCP server's tool listing): 424, as OpenAI answers it."""
+
+    status = 424
+    type = "external_connector_error"
+    code = "mcp_list_tools_failed"
+
+
+class McpToolsChanged(ExternalConnectorError):
+    """An MCP server's tools are not the ones pinned or first seen, and the setting
+    ``mcp_tool_changes`` is ``refuse_server`` (``proxy.mcp_pinning``)."""
+
+    code = "mcp_tools_changed"
+
+
+class McpUnavailable(ProxyError):
+    """MCP servers are configured but the MCP SDK is not installed (the ``mcp`` extra)."""
+
+    status = 501
+    code = "mcp_unavailable"
+
+
+def bad_request(error: RequestShapeError) -> BadRequest:
+    """A request the library's reader refused (``shields.openai``), as the proxy answers it:
+    a 400 in OpenAI's error shape, with the reader's message, ``param`` and ``code``."""
+    return BadRequest(error.message, param=error.param, code=error.code)
+
+
+@contextlib.contextmanager
+def read_as_bad_request() -> Iterator[None]:
+    """Reading a request with the library's reader: its shape errors become ``bad_request``."""
+    try:
+        yield
+    except RequestShapeError as exc:
+        raise bad_request(exc) from None
+
+
+class ClosingError(BadRequest):
+    """An error after which the connection is closed: what is left of the request's bytes on
+    it cannot be trusted to frame the next request."""
+
+    def response(self) -> web.Response:
+        response = super().response()
+        response.force_close()
+        return response
+
+
+class PayloadTooLarge(ClosingError):
     status = 413
     code = "payload_too_large"
+
+
+class UndecodableBody(ClosingError):
+    """Corrupt ``Content-Encoding`` or broken chunked framing."""
+
+    code = "invalid_body"
+
+
+class ClientBodyTimeout(ClosingError):
+    """The request's body stopped arriving: the answer is a 408, on a connection closed after
+    it (the rest of the body, if it ever comes, is not read)."""
+
+    status = 408
+    code = "request_timeout"
+
+
+class NotFound(ProxyError):
+    status = 404
+    type = "invalid_request_error"
+
+
+class StoreUnavailable(ProxyError):
+    """The responses store failed (a database down): worth retrying once it is back."""
+
+    status = 503
+    type = "server_error"
+    code = "store_unavailable"
+    # A few seconds: the PostgreSQL store's pool reconnects within them once the database is
+    # back (see proxy.response_store_pg).
+    retry_after = 5
+
+    def response(self) -> web.Response:
+        response = super().response()
+        response.headers["Retry-After"] = str(self.retry_after)
+        return response
 
 
 class UpstreamError(ProxyError):
@@ -176,6 +278,85 @@ def error_middleware(max_body_bytes: int) -> Any:
             return json_response(body, status=500)
 
     return middleware
+
+
+# The Anthropic Messages surface: its clients are Anthropic SDKs, which read errors in Anthropic's
+# shape, ``{"type": "error", "error": {"type", "message"}}``.
+ANTHROPIC_PATH = "/v1/messages"
+
+# Anthropic's error type for each status its API answers with (its "Errors" page); 503 is the
+# proxy's own "too many streams", which Anthropic's API says with 529.
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_path(path: str) -> bool:
+    """Whether ``path`` is on the Anthropic surface (``/v1/messages`` and below)."""
+    return path == ANTHROPIC_PATH or path.startswith(ANTHROPIC_PATH + "/")
+
+
+def anthropic_error_type(status: int) -> str:
+    kind = _ANTHROPIC_TYPES.get(status)
+    if kind is not None:
+        return kind
+    return "invalid_request_error" if status < 500 else "api_error"
+
+
+def anthropic_error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+@web.middleware
+async def anthropic_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """On the Anthropic surface, every error answer in Anthropic's shape, whoever made it: the
+    error middleware's (``ProxyError`` and aiohttp's 404/405/413), the auth middleware's 401,
+    the exchange's relayed upstream errors (their message as the output shields checked it).
+    One rewrite here rather than a second error shape in every place that answers an error.
+    Placed outside ``error_middleware``, which turns every exception into a response first."""
+    response = await handler(request)
+    if (
+        response.status >= 400
+        and isinstance(response, web.Response)
+        and not response.prepared
+        and anthropic_path(request.path)
+    ):
+        _to_anthropic(response)
+    return response
+
+
+def _to_anthropic(response: web.Response) -> None:
+    """Rewrites an error response's body in place (status and headers kept): its ``message``
+    in Anthropic's shape, the type from the status. A body already in that shape stays; one
+    with no message (a relayed body the shields had no reason to rewrite, not OpenAI-shaped)
+    becomes a generic message of its status."""
+    message = None
+    body = response.body
+    if isinstance(body, bytes | bytearray):
+        try:
+            parsed = json_codec.loads(bytes(body))
+        except json_codec.InvalidJSON:
+            parsed = None
+        if isinstance(parsed, dict):
+            if parsed.get("type") == "error" and isinstance(parsed.get("error"), dict):
+                return
+            error = parsed.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                message = error["message"]
+    if message is None:
+        message = f"HTTP {response.status}: {response.reason}"
+    kind = anthropic_error_type(response.status)
+    response.body = json_codec.dumps(anthropic_error_body(kind, message))
+    response.content_type = "application/json"
 
 
 def _abort(request: web.Request, started: web.StreamResponse, exc: Exception) -> web.StreamResponse:

@@ -1,7 +1,12 @@
 """shieldgate under gunicorn's aiohttp worker::
 
-    gunicorn 'proxy.gunicorn_app:app' --worker-class aiohttp.GunicornWebWorker \\
-        --bind 0.0.0.0:8080 --workers 4 --graceful-timeout 35
+    gunicorn -c python:proxy.gunicorn_conf 'proxy.gunicorn_app:app' \\
+        --bind 0.0.0.0:8080 --workers 4
+
+``proxy.gunicorn_conf`` sets the worker class (``aiohttp.GunicornWebWorker``) and the graceful
+timeout, and makes ``/metrics`` add up every worker (prometheus-client's multiprocess mode, in
+a directory per run); without it, pass ``--worker-class aiohttp.GunicornWebWorker
+--graceful-timeout 35``, and each worker's ``/metrics`` shows that worker only.
 
 ``app`` is an async factory: gunicorn's worker awaits it once per worker process. Settings come
 from the environment only (``SHIELDGATE_*``, as for ``shieldgate serve`` without flags; host,

@@ -19,6 +19,7 @@ async def list_models(request: web.Request) -> web.StreamResponse:
         "models",
         headers=upstream.headers(request.headers),
         query=request.rel_url.raw_query_string,
+        endpoint="models",
     ) as reply:
         limit = upstream.settings.max_upstream_body_bytes
         try:

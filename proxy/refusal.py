@@ -5,6 +5,8 @@ content is the policy's refusal message and whose ``finish_reason`` is ``content
 apart by a blank line in a choice whose content had already been partly sent).
 Style ``error`` answers with an OpenAI error: HTTP 400 before anything was sent, or an in-band
 ``data: {"error": ...}`` event once a stream has started (the status cannot change then).
+Legacy completions (``/v1/completions``) get the same in their own shape: a ``text_completion``
+whose choices' ``text`` is the message (``refusal_text_completion``, ``refusal_text_stream``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ __all__ = [
     "content_filter_error",
     "refusal_completion",
     "refusal_stream",
+    "refusal_text_completion",
+    "refusal_text_stream",
     "stream_error",
+    "text_completion_id",
 ]
 
 DONE = b"data: [DONE]\n\n"
@@ -40,6 +45,11 @@ def content_filter_error(message: str) -> dict[str, Any]:
 
 def _completion_id() -> str:
     return f"chatcmpl-shieldgate-{uuid.uuid4().hex[:24]}"
+
+
+def text_completion_id() -> str:
+    """An id for a legacy completion the proxy answers itself (OpenAI's are ``cmpl-...``)."""
+    return f"cmpl-shieldgate-{uuid.uuid4().hex[:24]}"
 
 
 def _usage() -> dict[str, int]:
@@ -134,6 +144,59 @@ def refusal_stream(message: str, ctx: StreamContext, *, separated: Collection[in
         parts.append(_chunk(ctx, [], usage=_usage()))
     parts.append(DONE)
     return b"".join(parts)
+
+
+def _text_choices(
+    message: str, indices: Iterable[int], separated: Collection[int] = ()
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "text": REFUSAL_SEPARATOR + message if i in separated else message,
+            "index": i,
+            "logprobs": None,
+            "finish_reason": "content_filter",
+        }
+        for i in indices
+    ]
+
+
+def refusal_text_completion(message: str, *, model: str, n: int = 1) -> dict[str, Any]:
+    """The refusal as a legacy completion (``/v1/completions``): every choice's text is the
+    message, its ``finish_reason`` ``content_filter``."""
+    return {
+        "id": text_completion_id(),
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": _text_choices(message, range(n)),
+        "usage": _usage(),
+    }
+
+
+def refusal_text_stream(
+    message: str, ctx: StreamContext, *, separated: Collection[int] = ()
+) -> bytes:
+    """The refusal as the rest of a legacy completions stream: one chunk ending every choice
+    with the message and ``finish_reason: "content_filter"`` (set apart by a blank line in
+    the choices in ``separated``, whose text was partly sent), the usage chunk if asked for,
+    then ``[DONE]``."""
+    parts = [_text_chunk(ctx, _text_choices(message, sorted(ctx.choices), separated))]
+    if ctx.include_usage:
+        parts.append(_text_chunk(ctx, [], usage=_usage()))
+    parts.append(DONE)
+    return b"".join(parts)
+
+
+def _text_chunk(ctx: StreamContext, choices: list[dict[str, Any]], **extra: Any) -> bytes:
+    payload = {
+        "id": ctx.id,
+        "object": "text_completion",
+        "created": ctx.created,
+        "model": ctx.model,
+        "choices": choices,
+        **extra,
+    }
+    return encode_data(json_codec.dumps(payload))
 
 
 def stream_error(body: dict[str, Any]) -> bytes:

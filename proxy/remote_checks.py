@@ -4,19 +4,20 @@ They run after the local shields of the same stage (``shields.pipeline``): only 
 local blocked, on the text as the local shields left it.
 
 Input: a judge must see every text the model will see — system and developer messages, the
-request's tool definitions and other rendered fields (``chat_request.REQUEST_TEXTS``), a
-trailing system message — except what its ``roles`` leave out. Each remote shield is shown the
-messages its roles cover, in order (and the assistant's turns as context), and judges them as
-turns: a run of consecutive covered messages on one side (the assistant's, or everyone else's:
-system, developer, user and tool text are all input to the model, as a guard model's user
-turn) is one judged text, with what it is shown up to the run's end as the conversation. A
-conversation sent again with one more turn asks only about what is new: earlier turns are in
-the shield's verdict cache.
+request's tool definitions and other rendered fields (``request_keys.REQUEST_TEXTS`` in
+``shields.openai``), a trailing system message — except what its ``roles`` leave out. Each
+remote shield is shown the messages its roles cover, in order (and the assistant's turns as
+context), and judges them as turns: a run of consecutive covered messages on one side (the
+assistant's, or everyone else's: system, developer, user and tool text are all input to the
+model, as a guard model's user turn) is one judged text, with what it is shown up to the run's
+end as the conversation. A conversation sent again with one more turn asks only about what is
+new: earlier turns are in the shield's verdict cache.
 
 Output: each text of the reply that a client reads as one — a channel, as the local shields
 and the stream guard read it: a choice's content parts joined, its ``reasoning_details`` items
 joined, each tool call's arguments — is judged as the assistant's turn after the request's
-conversation. Tool-call names are the local shields' (``reply_check.is_name``).
+conversation. Tool-call names are the local shields' (``channels.is_name``). A legacy
+completion's texts are its choices' ``text`` (``shields.openai.text_completion``).
 """
 
 from __future__ import annotations
@@ -24,22 +25,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.chat_request import PART_SEPARATOR, ChatRequest, InputCheck, conversation_of
-from proxy.openai_texts import MalformedReply, TextField, joined_text, reply_fields
-from proxy.reply_check import ReplyCheck, is_name, withhold_side_channels
 from proxy.stream_checks import RemoteContext
-from shields.base import Action, Finding, Role, Stage
-from shields.pipeline import blocks, run_remote
+from shields.base import Finding, Role, Stage
+from shields.openai.channels import Channel, is_name
+from shields.openai.errors import MalformedReply
+from shields.openai.fields import TextField, joined_text
+from shields.openai.input_check import conversation_of
+from shields.openai.reply import reply_fields
+from shields.openai.reply_check import withhold_side_channels
+from shields.openai.request import PART_SEPARATOR, ChatRequest
+from shields.openai.text_completion import ReplyShape, text_completion_fields
+from shields.pipeline import run_remote
 from shields.policy import CompiledPolicy
 from shields.remote import JudgeRequest, RemoteShield
-from shields.scan import merge_redactions, redact
+from shields.scan import redact
+from shields.verdict import Enforcement, StageOutcome
 
 __all__ = ["check_input_remote", "check_reply_remote", "judged_turns"]
 
 
 async def check_input_remote(
     policy: CompiledPolicy, chat: ChatRequest, remote: RemoteContext
-) -> InputCheck:
+) -> StageOutcome:
     shields = policy.remote(Stage.INPUT)
     conversation = conversation_of(chat)
     fields = _fields_by_message(chat)
@@ -50,13 +57,13 @@ async def check_input_remote(
             text = PART_SEPARATOR.join(conversation[index][1] for index in turn)
             checks.append((shield, JudgeRequest(Stage.INPUT, text, context, policy.name)))
             judged.append(turn)
-    results, findings, blocked = await _run(policy, checks, remote)
-    redacted = False
-    if policy.enforcing and not blocked:
+    results, outcome = await _run(policy, checks, remote)
+    if not outcome.blocked:
+        rule = policy.enforcement
         for turn, found in zip(judged, results, strict=True):
             turn_fields = [field for index in turn for field in fields[index]]
-            redacted |= _rewrite(turn_fields, found, PART_SEPARATOR)
-    return InputCheck(findings, blocked, redacted)
+            outcome.redacted |= _rewrite(turn_fields, rule, found, PART_SEPARATOR)
+    return outcome
 
 
 def judged_turns(
@@ -91,23 +98,32 @@ def judged_turns(
 
 
 async def check_reply_remote(
-    policy: CompiledPolicy, completion: dict[str, Any], remote: RemoteContext
-) -> ReplyCheck:
+    policy: CompiledPolicy,
+    completion: dict[str, Any],
+    remote: RemoteContext,
+    *,
+    shape: ReplyShape = ReplyShape.CHAT,
+) -> StageOutcome:
     """Raises MalformedReply when the completion cannot be read."""
     shields = policy.remote(Stage.OUTPUT)
     choices = completion.get("choices")
     if not shields or choices is None:
-        return ReplyCheck([], False, False)
+        return StageOutcome()
     if not isinstance(choices, list):
         raise MalformedReply("`choices` is not a list")
     # One text per channel, joined as the client (and the Responses translation) joins it.
-    channels: dict[tuple[Any, ...], list[TextField]] = {}
-    for position, choice in enumerate(choices):
-        if not isinstance(choice, dict):
-            raise MalformedReply("a choice is not an object")
-        for field in reply_fields(choice.get("message"), position, stream=False):
-            if field.text and not is_name(field.channel):
-                channels.setdefault(field.channel, []).append(field)
+    channels: dict[Channel, list[TextField]] = {}
+    if shape is ReplyShape.TEXT:
+        for _, text_field in text_completion_fields(completion):
+            if text_field is not None:
+                channels[text_field.channel] = [text_field]
+    else:
+        for position, choice in enumerate(choices):
+            if not isinstance(choice, dict):
+                raise MalformedReply("a choice is not an object")
+            for field in reply_fields(choice.get("message"), position, stream=False):
+                if field.text and not is_name(field.channel):
+                    channels.setdefault(field.channel, []).append(field)
     texts = list(channels.items())
     checks = [
         (
@@ -117,25 +133,27 @@ async def check_reply_remote(
         for _, fields in texts
         for shield in shields
     ]
-    results, findings, blocked = await _run(policy, checks, remote)
-    redacted = False
-    if policy.enforcing and not blocked:
+    results, outcome = await _run(policy, checks, remote)
+    if not outcome.blocked:
+        rule = policy.enforcement
         for k, (channel, fields) in enumerate(texts):
             per_channel = results[k * len(shields) : (k + 1) * len(shields)]
-            if _rewrite(fields, [f for found in per_channel for f in found], ""):
-                redacted = True
+            if _rewrite(fields, rule, [f for found in per_channel for f in found], ""):
+                outcome.redacted = True
                 # Its logprobs (and audio, for a transcript) would still say what was redacted.
-                choice = choices[channel[0]]
-                withhold_side_channels(choice, choice.get("message"), audio=channel[1] == "audio")
-    return ReplyCheck(findings, blocked, redacted)
+                choice = choices[channel.choice]
+                withhold_side_channels(
+                    choice, choice.get("message"), audio=channel.field == "audio"
+                )
+    return outcome
 
 
 async def _run(
     policy: CompiledPolicy,
     checks: list[tuple[RemoteShield, JudgeRequest]],
     remote: RemoteContext,
-) -> tuple[list[list[Finding]], list[Finding], bool]:
-    """Each check's findings, all of them, and whether they block."""
+) -> tuple[list[list[Finding]], StageOutcome]:
+    """Each check's findings, and the outcome: all of them, and whether they block."""
     results = await run_remote(
         checks,
         remote.backends,
@@ -144,7 +162,7 @@ async def _run(
         on_failure=remote.on_failure,
     )
     findings = [f for found in results for f in found]
-    return results, findings, blocks(findings, enforcing=policy.enforcing)
+    return results, StageOutcome(findings, blocked=policy.enforcement.blocks(findings))
 
 
 def _fields_by_message(chat: ChatRequest) -> list[list[TextField]]:
@@ -155,10 +173,12 @@ def _fields_by_message(chat: ChatRequest) -> list[list[TextField]]:
     return list(fields.values())
 
 
-def _rewrite(fields: list[TextField], findings: list[Finding], separator: str) -> bool:
+def _rewrite(
+    fields: list[TextField], rule: Enforcement, findings: list[Finding], separator: str
+) -> bool:
     """Applies whole-text redactions to the fields that make up one judged text (joined by
     ``separator``)."""
-    spans = merge_redactions(f for f in findings if f.action is Action.REDACT and not f.monitor)
+    spans = rule.redactions(findings)
     if not spans:
         return False
     offset = 0

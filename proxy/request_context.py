@@ -8,7 +8,7 @@ is handled (a context variable, so log calls deep in the stack need no plumbing)
 from __future__ import annotations
 
 import contextvars
-import os
+import random
 import re
 from collections.abc import Awaitable, Callable
 
@@ -35,6 +35,7 @@ current_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_new_id = random.getrandbits
 
 
 def request_id_of(request: web.Request) -> str:
@@ -56,8 +57,11 @@ def noted_verdict(request: web.Request) -> Verdict | None:
 @web.middleware
 async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     offered = request.headers.get(REQUEST_ID_HEADER, "")
-    # 32 random hex digits, like uuid4().hex, without a UUID object: a fifth of its cost.
-    request_id = offered if _VALID_ID.fullmatch(offered) else os.urandom(16).hex()
+    # 32 random hex digits, like uuid4().hex. An id correlates log lines, it guards nothing:
+    # Python's generator is enough, and unlike os.urandom it needs no system call per request.
+    request_id = (
+        offered if offered and _VALID_ID.fullmatch(offered) else _new_id(128).to_bytes(16).hex()
+    )
     request[_REQUEST_ID] = request_id
     token = current_request_id.set(request_id)
     try:

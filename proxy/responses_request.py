@@ -3,8 +3,10 @@
 Requests are hostile input, and the Responses API is larger than what a chat-completions backend
 can do: every parameter is either translated, accepted as a hint that changes nothing the model
 sees (``include``, ``truncation``, ``service_tier``...), or refused with a 400 that names it —
-never silently dropped. Tools other than ``function`` (web search, file search, computer use,
-MCP...) are run by OpenAI's servers, not by a chat model; they are refused.
+never silently dropped. ``function`` tools go to the model; ``mcp`` tools (remote MCP servers)
+are read here (``proxy.mcp_tools``) and run by the proxy itself (``proxy.mcp_loop``); the other
+built-in tools (web search, file search, computer use...) are run by OpenAI's servers, not by a
+chat model, and are refused.
 
 The translation of input items is also used for a response's own output, so that a stored
 response continues a conversation as the chat messages a client would have sent itself.
@@ -19,11 +21,14 @@ from typing import Any
 
 from proxy.chat_request import request_object
 from proxy.errors import BadRequest
+from proxy.mcp_tools import McpServerSpec, parse_mcp_tool
 from proxy.openai_texts import serialize_arguments
 
 __all__ = [
+    "ApprovalResponse",
     "ResponsesRequest",
     "items_to_messages",
+    "mcp_model_text",
     "new_id",
     "parse_responses_request",
     "upstream_body",
@@ -42,7 +47,6 @@ _IGNORED = frozenset(
         "safety_identifier",
         "stream_options",
         "top_logprobs",
-        "max_tool_calls",
     }
 )
 # Parameters that ask for something only OpenAI's own servers do; refused unless null/false.
@@ -76,6 +80,7 @@ _TRANSLATED = frozenset(
         "previous_response_id",
         "reasoning",
         "user",
+        "max_tool_calls",
     }
 )
 _MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
@@ -85,6 +90,16 @@ _MAX_METADATA_KEYS = 16
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalResponse:
+    """An ``mcp_approval_response`` input item: the client's answer to an approval request of
+    the previous response."""
+
+    request_id: str
+    approve: bool
+    at: str
 
 
 @dataclass(slots=True)
@@ -99,6 +114,13 @@ class ResponsesRequest:
     input_messages: list[dict[str, Any]]  # this turn's input, as chat messages
     chat_params: dict[str, Any]  # the rest of the chat-completions request
     echo: dict[str, Any] = field(default_factory=dict)  # request fields the Response repeats
+    # The remote MCP servers of ``type: mcp`` tools, and the request's ``tool_choice`` as it
+    # came (which may name them); ``max_tool_calls``: MCP calls at most, if the client said.
+    mcp_servers: list[McpServerSpec] = field(default_factory=list)
+    tool_choice: Any = None
+    max_tool_calls: int | None = None
+    approvals: list[ApprovalResponse] = field(default_factory=list)
+    parallel_tool_calls: bool | None = None  # as the client gave it
 
     @property
     def system_count(self) -> int:
@@ -143,6 +165,8 @@ def echo_checked(parsed: ResponsesRequest, checked: dict[str, Any], *, blocked: 
         tool["function"]["name"]: tool["function"] for tool in checked.get("tools") or []
     }
     for echoed in echo["tools"]:
+        if echoed["type"] != "function":
+            continue  # an MCP server: nothing of it is prompt text
         function = checked_tools.get(echoed["name"])
         if function is not None:
             echoed["description"] = function.get("description")
@@ -198,14 +222,21 @@ def parse_responses_request(raw: bytes) -> ResponsesRequest:
     if "input" not in body or body["input"] is None:
         raise BadRequest("Missing required parameter: 'input'", param="input")
     raw_input = body["input"]
+    approvals: list[ApprovalResponse] = []
     if isinstance(raw_input, str):
         input_messages: list[dict[str, Any]] = [{"role": "user", "content": raw_input}]
     elif isinstance(raw_input, list):
-        input_messages = items_to_messages(raw_input, where="input")
+        input_messages = items_to_messages(raw_input, where="input", approvals=approvals)
     else:
         raise BadRequest("'input' must be a string or a list of input items", param="input")
-    if not input_messages and previous is None:
+    if not input_messages and not approvals and previous is None:
         raise BadRequest("'input' must not be empty", param="input")
+    if approvals and previous is None:
+        raise BadRequest(
+            f"{approvals[0].at}: an mcp_approval_response answers a request of the previous "
+            "response: give previous_response_id",
+            param="previous_response_id",
+        )
 
     chat: dict[str, Any] = {}
     echo: dict[str, Any] = {
@@ -215,12 +246,12 @@ def parse_responses_request(raw: bytes) -> ResponsesRequest:
         "truncation": _truncation(body.get("truncation")),
         "background": False,
     }
-    tools, chat_tools = _tools(body.get("tools"))
+    tools, chat_tools, mcp_servers = _tools(body.get("tools"))
     echo["tools"] = tools
     tool_choice = body.get("tool_choice")
     echo["tool_choice"] = "auto" if tool_choice is None else tool_choice
     if tool_choice is not None:
-        chat_tools = _tool_choice(tool_choice, chat_tools, chat)
+        chat_tools = _tool_choice(tool_choice, chat_tools, chat, mcp=bool(mcp_servers))
     if chat_tools:
         chat["tools"] = chat_tools
     parallel = _optional(body, "parallel_tool_calls", bool, None)
@@ -249,6 +280,14 @@ def parse_responses_request(raw: bytes) -> ResponsesRequest:
     echo["user"] = user
     if user is not None:
         chat["user"] = user
+    max_tool_calls = body.get("max_tool_calls")
+    if max_tool_calls is not None and (
+        not isinstance(max_tool_calls, int)
+        or isinstance(max_tool_calls, bool)
+        or max_tool_calls < 1
+    ):
+        raise BadRequest("'max_tool_calls' must be a positive integer", param="max_tool_calls")
+    echo["max_tool_calls"] = max_tool_calls
     return ResponsesRequest(
         model=model,
         stream=stream,
@@ -258,6 +297,11 @@ def parse_responses_request(raw: bytes) -> ResponsesRequest:
         input_messages=input_messages,
         chat_params=chat,
         echo=echo,
+        mcp_servers=mcp_servers,
+        tool_choice=tool_choice,
+        max_tool_calls=max_tool_calls,
+        approvals=approvals,
+        parallel_tool_calls=parallel,
     )
 
 
@@ -312,15 +356,22 @@ def _all_finite(value: Any, param: str) -> None:
 # ---- input items -----------------------------------------------------------------------------
 
 
-def items_to_messages(items: list[Any], *, where: str) -> list[dict[str, Any]]:
+def items_to_messages(
+    items: list[Any], *, where: str, approvals: list[ApprovalResponse] | None = None
+) -> list[dict[str, Any]]:
     """Responses input (or output) items as chat messages.
 
-    Consecutive ``function_call`` items become one assistant message with several ``tool_calls``
-    (attached to the assistant message right before them, if any): chat backends expect a turn's
-    parallel calls together, followed by one ``tool`` message per call. Reasoning items are
-    dropped — a chat-completions request has no place for them.
+    Consecutive ``function_call`` and ``mcp_call`` items become one assistant message with
+    several ``tool_calls`` (attached to the assistant message right before them, if any): chat
+    backends expect a turn's parallel calls together, followed by one ``tool`` message per call;
+    an ``mcp_call``'s tool message (what the model read of its result: ``mcp_model_text``)
+    follows the calls it came with. Reasoning items are dropped — a chat-completions request has
+    no place for them — and so are ``mcp_list_tools`` and ``mcp_approval_request`` items, which
+    the model never reads. ``mcp_approval_response`` items go to ``approvals`` (input only).
     """
     messages: list[dict[str, Any]] = []
+    # Tool messages of the mcp_call items of the current run of calls.
+    replies: list[dict[str, Any]] = []
     for i, item in enumerate(items):
         at = f"{where}[{i}]"
         if not isinstance(item, dict):
@@ -328,10 +379,12 @@ def items_to_messages(items: list[Any], *, where: str) -> list[dict[str, Any]]:
         kind = item.get("type")
         if kind is None and "role" in item:
             kind = "message"
-        if kind == "message":
-            messages.append(_message(item, at))
-        elif kind == "function_call":
-            call = _function_call(item, at)
+        if kind in ("function_call", "mcp_call"):
+            if kind == "function_call":
+                call = _function_call(item, at)
+            else:
+                call, reply = _mcp_call(item, at)
+                replies.append(reply)
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
@@ -339,20 +392,88 @@ def items_to_messages(items: list[Any], *, where: str) -> list[dict[str, Any]]:
                 # "" rather than null: llama.cpp's server rejects a null content (a 500), and
                 # vLLM, Ollama and OpenAI all take "" beside tool_calls.
                 messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            continue
+        messages += replies
+        replies = []
+        if kind == "message":
+            messages.append(_message(item, at))
         elif kind == "function_call_output":
             messages.append(_function_call_output(item, at))
-        elif kind == "reasoning":
+        elif kind in ("reasoning", "mcp_list_tools", "mcp_approval_request"):
             continue
+        elif kind == "mcp_approval_response" and approvals is not None:
+            approvals.append(_approval_response(item, at))
         elif isinstance(kind, str):
             raise BadRequest(
                 f"{at}.type {kind!r} is not supported by shieldgate's Responses API; supported "
-                "input items are message, function_call, function_call_output and reasoning",
+                "input items are message, function_call, function_call_output, reasoning, "
+                "mcp_call, mcp_list_tools, mcp_approval_request and mcp_approval_response",
                 param=f"{at}.type",
                 code="unsupported_value",
             )
         else:
             raise BadRequest(f"{at} must have a 'type' or a 'role'", param=at)
-    return messages
+    return messages + replies
+
+
+def mcp_model_text(item: dict[str, Any]) -> str:
+    """What the model reads of an ``mcp_call`` item: its output, or the error it ended with
+    (a tool's own error text, or the proxy's words for a failed hop)."""
+    output, error = item.get("output"), item.get("error")
+    if isinstance(output, str) and error is None:
+        return output
+    if isinstance(error, dict):
+        if error.get("type") == "mcp_tool_execution_error":
+            content = error.get("content")
+            parts = content if isinstance(content, list) else []
+            texts = [
+                part["text"]
+                for part in parts
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            ]
+            return "Error: " + "\n".join(texts)
+        message = error.get("message")
+        if isinstance(message, str):
+            return f"Error: {message}"
+    if isinstance(error, str):
+        return f"Error: {error}"
+    return "Error: the tool call did not complete"
+
+
+def _mcp_call(item: dict[str, Any], at: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An ``mcp_call`` item (of a response's output, or sent back as input): the call as the
+    model made it, and the tool message of what it read back."""
+    call_id, name, arguments = item.get("id"), item.get("name"), item.get("arguments")
+    if not isinstance(call_id, str) or not call_id:
+        raise BadRequest(f"{at}.id must be a string", param=f"{at}.id")
+    if not isinstance(name, str) or not name:
+        raise BadRequest(f"{at}.name must be a string", param=f"{at}.name")
+    if isinstance(arguments, dict):
+        arguments = serialize_arguments(arguments)
+    if not isinstance(arguments, str):
+        raise BadRequest(f"{at}.arguments must be a JSON string", param=f"{at}.arguments")
+    output, error = item.get("output"), item.get("error")
+    if output is not None and not isinstance(output, str):
+        raise BadRequest(f"{at}.output must be a string", param=f"{at}.output")
+    if error is not None and not isinstance(error, dict | str):
+        raise BadRequest(f"{at}.error must be an object", param=f"{at}.error")
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    reply = {"role": "tool", "tool_call_id": call_id, "content": mcp_model_text(item)}
+    return call, reply
+
+
+def _approval_response(item: dict[str, Any], at: str) -> ApprovalResponse:
+    request_id, approve = item.get("approval_request_id"), item.get("approve")
+    if not isinstance(request_id, str) or not request_id:
+        raise BadRequest(
+            f"{at}.approval_request_id must be a string", param=f"{at}.approval_request_id"
+        )
+    if not isinstance(approve, bool):
+        raise BadRequest(f"{at}.approve must be a boolean", param=f"{at}.approve")
+    reason = item.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise BadRequest(f"{at}.reason must be a string", param=f"{at}.reason")
+    return ApprovalResponse(request_id, approve, at)
 
 
 def _message(item: dict[str, Any], at: str) -> dict[str, Any]:
@@ -456,25 +577,39 @@ def _function_call_output(item: dict[str, Any], at: str) -> dict[str, Any]:
 # ---- tools and options -----------------------------------------------------------------------
 
 
-def _tools(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The tools as the Response echoes them, and as the chat request carries them."""
+def _tools(
+    value: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[McpServerSpec]]:
+    """The tools as the Response echoes them, as the chat request carries them (functions),
+    and the MCP servers (run by the proxy)."""
     if value is None:
-        return [], []
+        return [], [], []
     if not isinstance(value, list):
         raise BadRequest("'tools' must be a list", param="tools")
     echoed: list[dict[str, Any]] = []
     chat: list[dict[str, Any]] = []
+    servers: list[McpServerSpec] = []
     names: set[str] = set()
     for i, tool in enumerate(value):
         at = f"tools[{i}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise BadRequest(f"{at} must be an object with a 'type'", param=at)
         kind = tool["type"]
+        if kind == "mcp":
+            server = parse_mcp_tool(tool, at)
+            if any(other.label == server.label for other in servers):
+                raise BadRequest(
+                    f"{at}.server_label {server.label!r} is used by two MCP tools",
+                    param=f"{at}.server_label",
+                )
+            servers.append(server)
+            echoed.append(server.echo())
+            continue
         if kind != "function":
             raise BadRequest(
                 f"Tool type {kind!r} ({at}) is not supported: shieldgate serves the Responses "
                 "API over a chat-completions backend, which can only call tools of type "
-                "'function'",
+                "'function' (and runs tools of type 'mcp' itself)",
                 param=f"{at}.type",
                 code="unsupported_tool",
             )
@@ -511,13 +646,17 @@ def _tools(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 "strict": strict,
             }
         )
-    return echoed, chat
+    return echoed, chat, servers
 
 
 def _tool_choice(
-    value: Any, tools: list[dict[str, Any]], chat: dict[str, Any]
+    value: Any, tools: list[dict[str, Any]], chat: dict[str, Any], *, mcp: bool = False
 ) -> list[dict[str, Any]]:
-    """Sets the chat ``tool_choice``; returns the tools to send (``allowed_tools`` narrows them)."""
+    """Sets the chat ``tool_choice``; returns the tools to send (``allowed_tools`` narrows them).
+
+    With MCP tools the choice is made again once their listings are known
+    (``proxy.mcp_loop``): a mode then applies to them too, ``{"type": "mcp"}`` names one.
+    """
     names = {tool["function"]["name"] for tool in tools}
     if isinstance(value, str):
         if value not in _TOOL_CHOICE_MODES:
@@ -526,12 +665,20 @@ def _tool_choice(
             )
         if tools:
             chat["tool_choice"] = value
-        elif value == "required":
+        elif value == "required" and not mcp:
             raise BadRequest("tool_choice 'required' needs at least one tool", param="tool_choice")
         return tools
     if not isinstance(value, dict):
         raise BadRequest("'tool_choice' must be a string or an object", param="tool_choice")
     kind = value.get("type")
+    if kind == "mcp" and mcp:
+        label, name = value.get("server_label"), value.get("name")
+        if not isinstance(label, str) or (name is not None and not isinstance(name, str)):
+            raise BadRequest(
+                "tool_choice of type mcp needs a server_label (and may name a tool)",
+                param="tool_choice",
+            )
+        return tools
     if kind == "function":
         name = value.get("name")
         if not isinstance(name, str) or name not in names:

@@ -12,11 +12,18 @@ sends them: ``response.created``, ``response.in_progress``, then per output item
 ``output_item.added`` / ``content_part.added`` / deltas / ``.done`` events, then
 ``response.completed`` (or ``.incomplete`` / ``.failed``), with increasing ``sequence_number``.
 Reasoning text (``reasoning_content`` / ``reasoning``) becomes a ``reasoning`` item, content a
-``message`` item, each tool-call index a ``function_call`` item. Calls may interleave (their
-events name their ``output_index``), so function-call items stay open until the end; a message
-or reasoning item closes when the model moves on to something else. A legacy ``function_call``
-is tool call 0; a delta that carries the same call both ways (llama-cpp-python's server) is read
-once, from ``tool_calls``, and copies that differ fail the response.
+``message`` item, each tool-call index a ``function_call`` item — or, for a tool of an MCP server
+(``mcp``, set once the servers are listed), an ``mcp_call`` item whose arguments stream as
+``response.mcp_call_arguments.delta`` (from released text only, like a function call's), or an
+``mcp_approval_request`` item when the call needs the client's approval. A response with MCP
+tools has several inference turns (``proxy.mcp_loop``): ``start_turn``/``end_turn`` bracket
+each, ``mcp_call_done`` reports a call's outcome, and usage is summed over the turns.
+
+Calls may interleave (their events name their ``output_index``), so function-call items stay
+open until the end; a message or reasoning item closes when the model moves on to something
+else. A legacy ``function_call`` is tool call 0; a delta that carries the same call both ways
+(llama-cpp-python's server) is read once, from ``tool_calls``, and copies that differ fail the
+response.
 
 Neither class does I/O: the handler feeds network reads in and writes what comes out.
 """
@@ -29,11 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy import json_codec
+from proxy.mcp_tools import McpTool, McpTools
 from proxy.openai_texts import serialize_arguments
 from proxy.refusal import REFUSAL_SEPARATOR
 from proxy.responses_request import new_id
 from proxy.sse import SSEDecoder, SSEError
-from proxy.stream_guard import GuardState, StreamGuard
+from proxy.stream_guard import GuardState, StreamEnd, StreamGuard
 from shields.policy import Refusal
 
 __all__ = [
@@ -42,7 +50,10 @@ __all__ = [
     "GuardedResponseStream",
     "MalformedChunk",
     "ResponseTranslator",
+    "TurnCall",
     "encode_events",
+    "no_tail",
+    "refusal_events",
 ]
 
 Event = dict[str, Any]
@@ -67,6 +78,17 @@ class MalformedChunk(ValueError):
     """A released upstream event the translator cannot read: the response fails."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnCall:
+    """A tool call the model made in the turn that just ended (``ResponseTranslator``)."""
+
+    kind: str  # function_call | mcp_call | mcp_approval_request
+    item_id: str
+    name: str
+    arguments: str
+    server_label: str
+
+
 @dataclass(slots=True, eq=False)
 class _Part:
     kind: str  # output_text | refusal | reasoning_text
@@ -88,7 +110,8 @@ class _Part:
 
 @dataclass(slots=True, eq=False)
 class _Item:
-    kind: str  # message | reasoning | function_call
+    # message | reasoning | function_call | mcp_call | mcp_approval_request | mcp_list_tools
+    kind: str
     id: str
     output_index: int
     parts: list[_Part] = field(default_factory=list)
@@ -97,6 +120,15 @@ class _Item:
     arguments: list[str] = field(default_factory=list)
     open: bool = True
     status: str = "in_progress"
+    # MCP items: the server's label; a call's output or error, the approval it answers; the
+    # tools of a listing; whether a call's arguments are final (``.done`` sent).
+    server_label: str = ""
+    output: str | None = None
+    error: dict[str, Any] | None = None
+    approval_request_id: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    arguments_done: bool = False
+    notice: str | None = None  # a listing's ``error`` (tools withheld)
 
     def part(self, kind: str) -> tuple[int, _Part | None]:
         for i, part in enumerate(self.parts):
@@ -122,16 +154,69 @@ class _Item:
                 "content": [] if empty else [part.dump() for part in self.parts],
                 "status": self.status,
             }
-        if len(self.arguments) > 1:
-            self.arguments[:] = ["".join(self.arguments)]
+        if self.kind == "mcp_list_tools":
+            return {
+                "id": self.id,
+                "type": "mcp_list_tools",
+                "server_label": self.server_label,
+                "tools": [] if empty else [dict(tool) for tool in self.tools],
+                "error": None if empty else self.notice,
+            }
+        arguments = "" if empty else self.arguments_text
+        if self.kind == "mcp_call":
+            return {
+                "id": self.id,
+                "type": "mcp_call",
+                "server_label": self.server_label,
+                "name": self.name,
+                "arguments": arguments,
+                "output": None if empty else self.output,
+                "error": None if empty else self.error,
+                "status": self.status,
+                "approval_request_id": self.approval_request_id,
+            }
+        if self.kind == "mcp_approval_request":
+            return {
+                "id": self.id,
+                "type": "mcp_approval_request",
+                "server_label": self.server_label,
+                "name": self.name,
+                "arguments": arguments,
+            }
         return {
             "id": self.id,
             "type": "function_call",
             "call_id": self.call_id,
             "name": self.name,
-            "arguments": "" if empty or not self.arguments else self.arguments[0],
+            "arguments": arguments,
             "status": self.status,
         }
+
+    @property
+    def arguments_text(self) -> str:
+        if len(self.arguments) > 1:
+            self.arguments[:] = ["".join(self.arguments)]
+        return self.arguments[0] if self.arguments else ""
+
+
+def _add_usage(total: dict[str, Any] | None, turn: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Usage summed over inference turns (None while no turn reported any)."""
+    if turn is None or total is None:
+        return total or turn
+    return {
+        "input_tokens": total["input_tokens"] + turn["input_tokens"],
+        "input_tokens_details": {
+            "cached_tokens": total["input_tokens_details"]["cached_tokens"]
+            + turn["input_tokens_details"]["cached_tokens"],
+            "cache_write_tokens": 0,
+        },
+        "output_tokens": total["output_tokens"] + turn["output_tokens"],
+        "output_tokens_details": {
+            "reasoning_tokens": total["output_tokens_details"]["reasoning_tokens"]
+            + turn["output_tokens_details"]["reasoning_tokens"]
+        },
+        "total_tokens": total["total_tokens"] + turn["total_tokens"],
+    }
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:
@@ -186,13 +271,23 @@ class ResponseTranslator:
         # twice, and the guard checks each key as its own text, so two keys are never joined.
         self._reasoning_key: str | None = None
         self._finish_reason: str | None = None
-        self._usage: dict[str, Any] | None = None
+        self._usage: dict[str, Any] | None = None  # this turn's
+        self._earlier_usage: dict[str, Any] | None = None  # the turns before, summed
         self._refusal: _Item | None = None  # the refusal message, once a shield blocked
+        # The MCP tools the model may call (by name), once their servers are listed; the first
+        # output item of the current inference turn.
+        self.mcp: McpTools | None = None
+        self._turn_start = 0
         self.final: dict[str, Any] | None = None
         self.ended = False
         self.failed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """Usage over every inference turn so far."""
+        return _add_usage(self._earlier_usage, self._usage)
 
     def start(self) -> list[Event]:
         snapshot = self._response("in_progress", [])
@@ -226,10 +321,11 @@ class ResponseTranslator:
                 self._finish_reason = reason
         return events
 
-    def reply(self, completion: dict[str, Any]) -> list[Event]:
+    def reply(self, completion: dict[str, Any], *, turn: bool = False) -> list[Event]:
         """A whole ``chat.completion`` (an upstream that ignored ``"stream": true``), already
         checked by the output stage: read as one chunk whose deltas are the choices' messages,
-        then completed. Raises MalformedChunk."""
+        then completed (``turn``: its inference turn ended, ``end_turn``). Raises
+        MalformedChunk."""
         choices = completion.get("choices")
         if isinstance(choices, list) and choices:
             # The first choice only (the upstream is asked for one), read as the output stage
@@ -242,7 +338,109 @@ class ResponseTranslator:
                 **completion,
                 "choices": [{**choice, "index": 0, "delta": _as_delta(choice.get("message"))}],
             }
-        return self.chunk(completion) + self.complete()
+        events = self.chunk(completion)
+        return events + (self.end_turn() if turn else self.complete())
+
+    # -- inference turns and MCP items -------------------------------------------------------
+
+    def start_turn(self) -> None:
+        """The next inference turn of the response begins (another upstream stream)."""
+        self._earlier_usage = self.usage
+        self._usage = None
+        self._turn_start = len(self._items)
+        self._calls.clear()
+        self._calls_from = self._reasoning_key = self._finish_reason = None
+
+    def end_turn(self) -> list[Event]:
+        """The turn's upstream stream finished and everything it sent was released: its items
+        are closed, except its MCP calls, whose arguments are now final and which wait to be
+        run (``mcp_call_done``)."""
+        turn = self._items[self._turn_start :]
+        if any(item.kind == "function_call" and not item.name for item in turn):
+            return self.fail("The upstream sent a tool call without a function name")
+        events: list[Event] = []
+        self._close_reasoning(events)
+        self._close_message(events)
+        for item in turn:
+            if item.kind == "mcp_call":
+                self._arguments_done(item, events)
+            else:
+                self._close(item, "completed", events)
+        self._calls.clear()
+        return events
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the current turn's upstream stopped."""
+        return self._finish_reason
+
+    def turn_calls(self) -> list[TurnCall]:
+        """The tool calls of the current turn, in order."""
+        return [
+            TurnCall(item.kind, item.id, item.name, item.arguments_text, item.server_label)
+            for item in self._items[self._turn_start :]
+            if item.kind in ("function_call", "mcp_call", "mcp_approval_request")
+        ]
+
+    def turn_output(self) -> list[dict[str, Any]]:
+        """The current turn's items as output items."""
+        return [item.dump() for item in self._items[self._turn_start :]]
+
+    def list_tools(
+        self, label: str, tools: list[McpTool], notice: str | None = None
+    ) -> list[Event]:
+        """An ``mcp_list_tools`` item: a server's tools, as checked; ``notice``: its
+        ``error``, naming tools that were withheld (``proxy.mcp_pinning``)."""
+        item = self._add("mcp_list_tools")
+        item.server_label = label
+        item.tools = [tool.listed() for tool in tools]
+        item.notice = notice
+        item.open = False
+        item.status = "completed"
+        where = {"item_id": item.id, "output_index": item.output_index}
+        return [
+            self._added(item),
+            self._event("response.mcp_list_tools.in_progress", **where),
+            self._event("response.mcp_list_tools.completed", **where),
+            self._done_item(item),
+        ]
+
+    def approved_call(
+        self, tool: McpTool, arguments: str, approval_request_id: str
+    ) -> tuple[str, list[Event]]:
+        """An ``mcp_call`` item for a call the client approved: its id and events (the call
+        is then run, ``mcp_call_done``)."""
+        item = self._add("mcp_call")
+        item.name = tool.name
+        item.server_label = tool.server
+        item.approval_request_id = approval_request_id
+        events = [self._added(item), self._in_progress(item)]
+        if arguments:
+            item.arguments.append(arguments)
+            events.append(
+                self._event(
+                    "response.mcp_call_arguments.delta",
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    delta=arguments,
+                )
+            )
+        self._arguments_done(item, events)
+        return item.id, events
+
+    def mcp_call_done(
+        self, item_id: str, *, output: str | None = None, error: dict[str, Any] | None = None
+    ) -> list[Event]:
+        """An MCP call ended: with its (checked) output, or failed with ``error``."""
+        item = next(each for each in self._items if each.id == item_id)
+        item.output, item.error = output, error
+        item.open = False
+        item.status = "failed" if error is not None else "completed"
+        kind = "response.mcp_call.failed" if error is not None else "response.mcp_call.completed"
+        return [
+            self._event(kind, item_id=item.id, output_index=item.output_index),
+            self._done_item(item),
+        ]
 
     def complete(self) -> list[Event]:
         """The upstream finished and the guard released everything."""
@@ -258,7 +456,7 @@ class ResponseTranslator:
         events = self._close_all(item_status)
         status = "completed" if incomplete is None else "incomplete"
         output = [item.dump() for item in self._items]
-        final = self._response(status, output, usage=self._usage)
+        final = self._response(status, output, usage=self.usage)
         final["incomplete_details"] = incomplete
         events.append(self._end(f"response.{status}", final))
         return events
@@ -296,7 +494,7 @@ class ResponseTranslator:
         item.status = "completed"
         events.append(self._done_item(item))
         output = [each.dump() for each in self._items]
-        final = self._response("completed", output, usage=self._usage or _ZERO_USAGE)
+        final = self._response("completed", output, usage=self.usage or _ZERO_USAGE)
         events.append(self._end("response.completed", final))
         return events
 
@@ -310,7 +508,8 @@ class ResponseTranslator:
         if self.final is None:
             return []
         if self._refusal is None:
-            return list(self.final["output"])
+            # The earlier turns of an MCP loop are in the conversation sent for the last.
+            return list(self.final["output"][self._turn_start :])
         refusal = self._refusal.dump()
         text = refusal["content"][0]["refusal"]
         refusal["content"][0]["refusal"] = text.removeprefix(REFUSAL_SEPARATOR)
@@ -322,7 +521,7 @@ class ResponseTranslator:
             if item.open:
                 item.status = "incomplete"
         output = [item.dump() for item in self._items]
-        final = self._response("failed", output, usage=self._usage)
+        final = self._response("failed", output, usage=self.usage)
         final["error"] = {"code": "server_error", "message": message}
         self.failed = True
         return [self._end("response.failed", final)]
@@ -460,28 +659,42 @@ class ResponseTranslator:
         if item is None:
             self._close_reasoning(events)
             self._close_message(events)
-            item = self._calls[index] = self._add("function_call")
+            tool = self.mcp.get(name) if self.mcp is not None and isinstance(name, str) else None
+            kind = "function_call"
+            if tool is not None:
+                kind = "mcp_approval_request" if tool.needs_approval else "mcp_call"
+            item = self._calls[index] = self._add(kind)
             call_id = call.get("id")
             item.call_id = call_id if isinstance(call_id, str) and call_id else new_id("call")
             item.name = name if isinstance(name, str) else ""
+            if tool is not None:
+                item.server_label = tool.server
             events.append(self._added(item))
+            if kind == "mcp_call":
+                events.append(self._in_progress(item))
         elif isinstance(name, str) and name:
             # Some servers (llama-cpp-python) repeat the name and id in every delta of a call:
             # the same name continues the call; another one is not this call's to take.
             if not item.name:
+                if self.mcp is not None and name in self.mcp:
+                    # Its item went out as a function call: it cannot become an MCP call now.
+                    raise MalformedChunk("a call of an MCP tool came without its name first")
                 item.name = name
             elif name != item.name:
                 raise MalformedChunk("a tool call's `name` changed mid-call")
         if arguments:
             item.arguments.append(arguments)
-            events.append(
-                self._event(
-                    "response.function_call_arguments.delta",
-                    item_id=item.id,
-                    output_index=item.output_index,
-                    delta=arguments,
+            if item.kind != "mcp_approval_request":  # shown whole, once final
+                kind = (
+                    "response.mcp_call_arguments.delta"
+                    if item.kind == "mcp_call"
+                    else "response.function_call_arguments.delta"
                 )
-            )
+                events.append(
+                    self._event(
+                        kind, item_id=item.id, output_index=item.output_index, delta=arguments
+                    )
+                )
 
     # -- items -------------------------------------------------------------------------------
 
@@ -495,7 +708,14 @@ class ResponseTranslator:
         )
 
     def _add(self, kind: str) -> _Item:
-        prefix = {"message": "msg", "reasoning": "rs", "function_call": "fc"}[kind]
+        prefix = {
+            "message": "msg",
+            "reasoning": "rs",
+            "function_call": "fc",
+            "mcp_call": "mcp",
+            "mcp_approval_request": "mcpr",
+            "mcp_list_tools": "mcpl",
+        }[kind]
         item = _Item(kind, new_id(prefix), len(self._items))
         self._items.append(item)
         return item
@@ -512,13 +732,34 @@ class ResponseTranslator:
             "response.output_item.done", output_index=item.output_index, item=item.dump()
         )
 
+    def _in_progress(self, item: _Item) -> Event:
+        return self._event(
+            "response.mcp_call.in_progress", item_id=item.id, output_index=item.output_index
+        )
+
+    def _arguments_done(self, item: _Item, events: list[Event]) -> None:
+        if not item.arguments_done:
+            item.arguments_done = True
+            events.append(
+                self._event(
+                    "response.mcp_call_arguments.done",
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    arguments=item.arguments_text,
+                )
+            )
+
     def _close(self, item: _Item, status: str, events: list[Event]) -> None:
         if not item.open:
             return
         item.open = False
         item.status = status
         where = {"item_id": item.id, "output_index": item.output_index}
-        if item.kind == "function_call":
+        if item.kind == "mcp_call":
+            self._arguments_done(item, events)
+        elif item.kind == "mcp_approval_request":
+            pass  # shown whole by its done event
+        elif item.kind == "function_call":
             arguments = item.dump()["arguments"]
             events.append(
                 self._event("response.function_call_arguments.done", **where, arguments=arguments)
@@ -641,38 +882,54 @@ def _part_texts(parts: list[Any]) -> Iterator[str]:
             yield text
 
 
-class GuardedResponseStream:
-    """Upstream bytes -> StreamGuard -> released chunks -> Responses events."""
+def refusal_events(translator: ResponseTranslator, refusal: Refusal) -> list[Event]:
+    """The end of a response a shield blocked, in the policy's refusal style."""
+    if refusal.style == "error":
+        return translator.error("content_filter", refusal.message)
+    return translator.refuse(refusal.message)
 
-    def __init__(self, guard: StreamGuard, translator: ResponseTranslator, refusal: Refusal):
+
+class GuardedResponseStream:
+    """Upstream bytes -> StreamGuard -> released chunks -> Responses events.
+
+    The guard renders nothing at its end (this sets its ``render_end`` to ``no_tail``): how the
+    stream ended comes typed (``StreamGuard.ending``) and becomes the Responses form of it here.
+    """
+
+    def __init__(
+        self,
+        guard: StreamGuard,
+        translator: ResponseTranslator,
+        refusal: Refusal,
+        *,
+        turn: bool = False,
+    ):
+        guard.render_end = no_tail
         self.guard = guard
         self.translator = translator
         self._refusal = refusal
+        # One inference turn of several (MCP tools): its end ends the turn, not the response.
+        self._turn = turn
+        self._turn_ended = False
         self._upstream = SSEDecoder()
         self._released = SSEDecoder()
 
     @property
     def closed(self) -> bool:
-        return self.translator.ended
+        return self.translator.ended or self._turn_ended
 
     @property
     def blocked(self) -> bool:
         return self.guard.blocked
 
     def feed(self, data: bytes) -> list[Event]:
-        """One network read of the upstream body."""
-        out: list[Event] = []
+        """One network read of the upstream body: framed, fed and flushed by the guard (in
+        runs of look-alike events once it knows their shape, as for chat completions)."""
         try:
-            upstream_events = self._upstream.feed(data)
+            released = self.guard.feed_read(self._upstream, data)
         except SSEError:
             return self.fail("The upstream sent an oversized stream event")
-        guard = self.guard
-        for event in upstream_events:
-            out += self._take(guard.feed(event))
-            if self.closed:
-                return out
-        out += self._take(guard.flush())
-        return out
+        return self._take(released)
 
     def checks(self) -> list[Event]:
         """Remote shields' verdicts arrived."""
@@ -689,20 +946,14 @@ class GuardedResponseStream:
             return []
         return self._take(self.guard.fail(message))
 
-    def _take(self, released: bytes) -> list[Event]:
-        """Translates what one guard call returned; its refusal or error tail is replaced."""
+    def _take(self, released: bytes | memoryview) -> list[Event]:
+        """Translates what one guard call released, then its end if it ended: what passed
+        before a block or a failure in the same network read is sent, as on chat."""
         if self.closed:
             return []
         translator = self.translator
-        state = self.guard.state
-        if state is GuardState.BLOCKED:
-            if self._refusal.style == "error":
-                return translator.error("content_filter", self._refusal.message)
-            return translator.refuse(self._refusal.message)
-        if state is GuardState.FAILED:
-            return translator.fail(_error_message(released))
         events: list[Event] = []
-        for event in self._released.feed(released):
+        for event in self._released.feed(bytes(released)):
             data = event.data
             if data is None or data.strip() == b"[DONE]":
                 continue
@@ -722,9 +973,17 @@ class GuardedResponseStream:
                 events += translator.chunk(chunk)
             except MalformedChunk as exc:
                 return events + self._broken(f"The upstream sent an invalid stream event: {exc}")
-        if self.guard.state is GuardState.DONE:
-            events += translator.complete()
-        return events
+        end = self.guard.ending
+        if end is None:
+            return events
+        if end.state is GuardState.BLOCKED:
+            return events + refusal_events(translator, self._refusal)
+        if end.state is GuardState.FAILED:
+            return events + translator.fail(end.message)
+        if self._turn:
+            self._turn_ended = True
+            return events + translator.end_turn()
+        return events + translator.complete()
 
     def _broken(self, message: str) -> list[Event]:
         # The guard passes events it has no reason to read (no output shields): the translator
@@ -733,24 +992,7 @@ class GuardedResponseStream:
         return self.translator.fail(message)
 
 
-def _error_message(tail: bytes) -> str:
-    """The message of the guard's in-band error, which ``StreamGuard.fail`` always sends last
-    (before ``[DONE]``).
-
-    Only that last event is read: what the guard released before its error (when it fails
-    after releasing what had passed) is upstream data, and an upstream event may carry an
-    ``error`` of its own, whose text must not become the response's error.
-    """
-    last = None
-    for event in SSEDecoder().feed(tail):
-        if event.data is not None and event.data.strip() != b"[DONE]":
-            last = event.data
-    if last is None:
-        return STREAM_FAILED
-    try:
-        body = json_codec.loads(last)
-    except json_codec.InvalidJSON:
-        return STREAM_FAILED
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else STREAM_FAILED
+def no_tail(end: StreamEnd) -> bytes:
+    """The guard's end rendering for the Responses API: nothing (``GuardedResponseStream``
+    renders the typed end as Responses events)."""
+    return b""

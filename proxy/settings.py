@@ -11,9 +11,19 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from yarl import URL
 
-__all__ = ["DEFAULT_UPSTREAM", "Settings", "default_responses_db", "read_config_file"]
+from proxy.mcp_servers import allowed_server
+
+__all__ = [
+    "DEFAULT_UPSTREAM",
+    "POSTGRES_SCHEMES",
+    "Settings",
+    "default_responses_db",
+    "read_config_file",
+]
 
 DEFAULT_UPSTREAM = "http://127.0.0.1:8000/v1"
+# The URL schemes libpq reads as a PostgreSQL connection.
+POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 
 
 def default_responses_db() -> str:
@@ -64,10 +74,21 @@ class Settings(BaseModel):
     retry_after_cap: float = Field(default=10.0, ge=0)
     # How often the policy file is checked for changes, in seconds (0: only on SIGHUP).
     policy_reload_interval: float = Field(default=0.5, ge=0)
-    # Where /v1/responses keeps stored responses: a SQLite file (created on first use) or
-    # ":memory:" (lost at exit, not shared between processes). By default in the user's
-    # state directory (see default_responses_db), which is created if need be.
-    responses_db: str = Field(default_factory=default_responses_db, min_length=1)
+    # Where /v1/responses keeps stored responses: a SQLite file (created on first use),
+    # ":memory:" (lost at exit, not shared between processes), or a PostgreSQL URL
+    # (postgresql://user:password@host:port/db, shared by every replica; may hold a password,
+    # hence never shown). By default a SQLite file in the user's state directory (see
+    # default_responses_db), which is created if need be.
+    responses_db: str = Field(default_factory=default_responses_db, min_length=1, repr=False)
+    # Stored responses older than this many days are not found and are deleted (0: kept until
+    # deleted). OpenAI keeps stored responses 30 days.
+    responses_retention_days: float = Field(default=30.0, ge=0)
+    # Connections to PostgreSQL each process keeps at most (one is kept open).
+    responses_db_pool_size: int = Field(default=4, ge=1, le=100)
+    # What the input shields found in each text of a request, remembered (per process) so
+    # that a conversation resent with every turn is scanned once: about this many bytes, the
+    # least recently used forgotten first (0: every text scanned every time).
+    input_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # Streams relayed at once; beyond it new requests get 503 + Retry-After (0: no limit).
     max_concurrent_streams: int = Field(default=0, ge=0)
     # Connections to the upstream at once (aiohttp's pool; 0: no limit). Requests beyond it
@@ -98,12 +119,42 @@ class Settings(BaseModel):
     keys_file: str | None = None
     # Model names allowed as a metrics label (others count as "other"), comma-separated.
     metrics_models: tuple[str, ...] = ()
+    # MCP servers the Responses API may call for a client (``type: mcp`` tools): URL
+    # prefixes, comma-separated (``proxy.mcp_servers``). Empty: none (deny by default).
+    mcp_servers: tuple[str, ...] = ()
+    # One MCP hop (a listing or a call): connecting, the longest silence between two reads,
+    # the whole hop (connection and session set-up included), and the largest body of any
+    # one HTTP response of the server (and of a result's text, in bytes).
+    mcp_connect_timeout: float = Field(default=5.0, gt=0)
+    mcp_read_timeout: float = Field(default=30.0, gt=0)
+    mcp_call_timeout: float = Field(default=60.0, gt=0)
+    mcp_max_result_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # The MCP loop of one response: inference turns at most, and MCP calls at most (the
+    # request's ``max_tool_calls`` may lower it).
+    mcp_max_turns: int = Field(default=8, ge=1, le=64)
+    mcp_max_calls: int = Field(default=16, ge=1, le=256)
+    # Tool pinning (``proxy.mcp_pinning``): the pins file (YAML, kept in git; written by
+    # ``shieldgate mcp pin``) whose fingerprints win over first-use records, and what a tool
+    # whose fingerprint changed gets: withheld from the model (refuse_tool), the request
+    # refused (refuse_server), or let through and recorded (monitor).
+    mcp_pins_file: str | None = None
+    mcp_tool_changes: Literal["refuse_tool", "refuse_server", "monitor"] = "refuse_tool"
 
-    @field_validator("metrics_models", mode="before")
+    @field_validator("metrics_models", "mcp_servers", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_prefixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for prefix in value:
+            try:
+                allowed_server(prefix)
+            except ValueError as exc:
+                raise ValueError(f"mcp_servers: {prefix!r} {exc}") from None
         return value
 
     @field_validator("upstream_organization", "upstream_project")
@@ -114,7 +165,7 @@ class Settings(BaseModel):
             raise ValueError("must be a non-empty header value without control characters")
         return value
 
-    @field_validator("policy", "host", "keys_file")
+    @field_validator("policy", "host", "keys_file", "mcp_pins_file")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -123,11 +174,24 @@ class Settings(BaseModel):
 
     @field_validator("responses_db")
     @classmethod
-    def _sqlite_path(cls, value: str) -> str:
-        if "://" in value:
-            # A database URL would be opened as a file name; only SQLite is built in.
-            raise ValueError(f"responses_db must be a SQLite file or ':memory:', got {value!r}")
+    def _store_location(cls, value: str) -> str:
+        if "://" not in value:
+            return value
+        scheme = value.partition("://")[0]
+        # Any other URL would be opened as a file name. The value is not repeated: a URL may
+        # hold a password.
+        if scheme.lower() not in POSTGRES_SCHEMES:
+            raise ValueError(
+                f"responses_db must be a SQLite file, ':memory:' or a postgresql:// URL, "
+                f"not a {scheme}:// URL"
+            )
+        # Checked when the store connects at start (libpq's reading of it: several hosts,
+        # query parameters), where a URL it cannot read stops the server with the reason.
         return value
+
+    @property
+    def responses_db_is_postgres(self) -> bool:
+        return self.responses_db.partition("://")[0].lower() in POSTGRES_SCHEMES
 
     @field_validator("upstream")
     @classmethod
@@ -171,15 +235,21 @@ class Settings(BaseModel):
         return cls.model_validate(values)
 
 
-def read_config_file(path: str) -> dict[str, Any]:
-    """A YAML mapping of setting names to values; raises ValueError saying what is wrong."""
+def read_yaml_file(path: str | Path, kind: str) -> Any:
+    """The YAML document in an operator's file (``kind``: "config file", "pins file"...);
+    raises ValueError naming the file and what is wrong, on one line."""
     try:
         with open(path, "rb") as file:
-            document = yaml.safe_load(file)
+            return yaml.safe_load(file)
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
+        raise ValueError(f"{path}: cannot read {kind}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: invalid YAML: {exc}".splitlines()[0]) from None
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A YAML mapping of setting names to values; raises ValueError saying what is wrong."""
+    document = read_yaml_file(path, "config file")
     if document is None:
         return {}
     if not isinstance(document, dict):

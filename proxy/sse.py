@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from proxy.sse_runs import EventRun, EventTemplate
 
-__all__ = ["SSEDecoder", "SSEError", "SSEEvent", "encode_data"]
+__all__ = ["SSEDecoder", "SSEError", "SSEEvent", "data_only", "encode_data"]
 
 _BOM = b"\xef\xbb\xbf"
 _LF = 0x0A
@@ -68,6 +68,29 @@ def encode_data(payload: bytes) -> bytes:
     if b"\r" in payload:
         raise ValueError("an SSE data field cannot carry a CR byte")
     return b"".join(b"data: " + line + b"\n" for line in payload.split(b"\n")) + b"\n"
+
+
+def data_only(raw: bytes) -> bytes:
+    """``raw`` (one event's bytes) without what the guard does not read: a comment's text
+    (the line stays, empty: a keep-alive still keeps the connection alive), and ``id``,
+    ``event``, ``retry`` and unknown fields (dropped). ``raw`` itself when it holds nothing
+    else: a stray blank line, a BOM, an event of ``data`` lines only.
+
+    A client sees every field, and a browser's ``EventSource`` hands ``id`` and ``event`` to
+    the page: relayed as they came, they would carry text no shield read."""
+    if raw.startswith(b"data:") and raw.find(b"\n") == len(raw) - 2 and raw.endswith(b"\n\n"):
+        return raw  # the usual event: one data line, LF line ends
+    if raw == _BOM or not raw.strip(b"\r\n"):
+        return raw
+    lines = _LINE_END.split(raw)[:-2]  # the last two: the event's line end and blank line
+    kept = [b":" if line.startswith(b":") else line for line in lines if _is_data_or_comment(line)]
+    if kept == lines:
+        return raw
+    return b"\n".join(kept) + b"\n\n" if kept else b""
+
+
+def _is_data_or_comment(line: bytes) -> bool:
+    return line.startswith(b":") or line.partition(b":")[0] == b"data"
 
 
 def _blank(terminator: bytes) -> SSEEvent:

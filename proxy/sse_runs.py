@@ -19,7 +19,7 @@ events, a control character — ends the run or refuses it, and the per-event pa
 
 The choice and tool-call indices are part of the learned bytes, never of the string body: every
 event of a run carries exactly the indices of the event the shape was learned from, which the
-guard's per-event path had read and accepted (``proxy.openai_texts.StreamIndices``) before
+guard's per-event path had read and accepted (``StreamIndices``, ``shields.openai``) before
 learning it. So a run needs no index check of its own, and an event with any other index does
 not fit the shape and takes the per-event path, where it is checked.
 """
@@ -34,6 +34,8 @@ from typing import Any
 
 import orjson
 
+from shields.openai.channels import Channel
+
 __all__ = ["EventRun", "EventTemplate", "learn_template"]
 
 _DATA = b"data: "
@@ -42,10 +44,8 @@ _SEP = b"\x00"  # joins a run's literals: a valid literal never holds a raw NUL
 # The probe text put in the text's place to check that the guard's reader finds it there.
 _PROBE = "sg-probe-7f3a"
 
-# (choice index, field) of a stream text, as the stream guard names its channels.
-ChannelKey = tuple[Any, ...]
 # Reads a parsed chunk the way the guard does: [(channel, text), ...]; raises on a bad shape.
-ChunkReader = Callable[[Any], Iterable[tuple[ChannelKey, str]]]
+ChunkReader = Callable[[Any], Iterable[tuple[Channel, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +126,7 @@ class EventTemplate:
     """``data: <prefix><string body><suffix>\\n\\n``; ``prefix`` ends and ``suffix`` starts with
     the string's quotes."""
 
-    channel: ChannelKey
+    channel: Channel  # the stream text its events carry, as the stream guard keys it
     prefix: bytes
     suffix: bytes
     # The choices whose events carry ``logprobs`` or ``audio`` beside their text, which the
@@ -217,7 +217,7 @@ def _decode_run(literals: bytes, count: int) -> str | None:
 def learn_template(
     raw: bytes,
     data: bytes,
-    channel: ChannelKey,
+    channel: Channel,
     text: str,
     read: ChunkReader,
     *,

@@ -10,7 +10,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy.audit import AuditContext, AuditTrail
 from proxy.auth import client_key_of
-from proxy.errors import BadRequest, ProxyError
+from proxy.errors import BadRequest, PayloadTooLarge, ProxyError, UndecodableBody
+from proxy.mcp_pins import PinSource
 from proxy.metrics import Metrics
 from proxy.policy_source import PolicySource
 from proxy.readiness import UpstreamProbe
@@ -21,11 +22,14 @@ from proxy.settings import Settings
 from proxy.stream_checks import RemoteContext
 from proxy.upstream import Upstream
 from shields.base import Action, Finding, Role, Shield, Stage, Verdict
+from shields.openai.input_cache import InputCache
 from shields.policy import CompiledPolicy
 
 __all__ = [
     "AUDIT",
     "BLOCKED_HEADER",
+    "INPUT_CACHE",
+    "MCP_PINS",
     "METRICS",
     "MODEL",
     "POLICY",
@@ -82,9 +86,13 @@ UPSTREAM_PROBE = web.AppKey("upstream_probe", UpstreamProbe)
 # The model a request asked for, once its body is parsed (for the bounded metrics label).
 MODEL = web.RequestKey("model", str)
 AUDIT = web.AppKey("audit", AuditTrail)
+# The input stage's per-text outcomes, remembered across requests (``input_cache_bytes``).
+INPUT_CACHE = web.AppKey("input_cache", InputCache)
 UPSTREAM = web.AppKey("upstream", Upstream)
 RESPONSE_STORE = web.AppKey("response_store", ResponseStore)
 REMOTE_BACKENDS = web.AppKey("remote_backends", HttpBackends)
+# The MCP pins file's pins (``mcp_pins_file``), when there is one (``proxy.mcp_pinning``).
+MCP_PINS = web.AppKey("mcp_pins", PinSource)
 _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 
 
@@ -123,28 +131,9 @@ def choose_policy(request: web.Request, *, model: str | None) -> CompiledPolicy:
     return policy
 
 
-class _ClosingError(BadRequest):
-    """An error after which the connection is closed: what is left of the request's bytes on
-    it cannot be trusted to frame the next request."""
-
-    def response(self) -> web.Response:
-        response = super().response()
-        response.force_close()
-        return response
-
-
-class _UndecodableBody(_ClosingError):
-    code = "invalid_body"
-
-
-class _BodyTooLarge(_ClosingError):
-    status = 413
-    code = "payload_too_large"
-
-
 def body_too_large(limit: int) -> BadRequest:
     """The 413 for a body over ``limit`` bytes, in the words of the error middleware's."""
-    return _BodyTooLarge(f"Request body is larger than the limit of {limit} bytes")
+    return PayloadTooLarge(f"Request body is larger than the limit of {limit} bytes")
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -162,7 +151,7 @@ async def read_body(request: web.Request) -> bytes:
     try:
         return await request.read()
     except (web.RequestPayloadError, HttpProcessingError) as exc:
-        raise _UndecodableBody(
+        raise UndecodableBody(
             f"The request body could not be decoded ({type(exc).__name__}): check its "
             "Content-Encoding and framing"
         ) from None
@@ -181,22 +170,35 @@ def fingerprint_for(request: web.Request) -> Callable[[str], str] | None:
 
 
 def remote_context(
-    request: web.Request, policy: CompiledPolicy, conversation: Iterable[tuple[Role, str]]
+    request: web.Request,
+    policy: CompiledPolicy,
+    conversation: Iterable[tuple[Role, str]],
+    endpoint: str,
 ) -> RemoteContext:
-    """What this request's remote shields need; failures are counted per policy and shield."""
+    """What this request's remote shields need; failures are counted per policy, shield and
+    endpoint."""
     metrics = request.app[METRICS]
 
     def failed(shield: Shield, kind: str) -> None:
-        metrics.child(metrics.remote_failures, policy.name, shield.id, kind).inc()
+        metrics.child(metrics.remote_failures, policy.name, shield.id, kind, endpoint).inc()
 
     return RemoteContext(
         request.app[REMOTE_BACKENDS], tuple(conversation), policy.name, on_failure=failed
     )
 
 
-def record_findings(request: web.Request, stage: Stage, findings: Sequence[Finding]) -> None:
-    """Logs, counts and audits each finding — which shield, which rule, where — and never
-    the text itself."""
+def record_findings(
+    request: web.Request,
+    stage: Stage,
+    findings: Sequence[Finding],
+    endpoint: str,
+    *,
+    hop: str | None = None,
+) -> None:
+    """Logs, counts and audits each finding — which shield, which rule, where, on which
+    endpoint — and never the text itself. ``hop``: the MCP hop the text was on
+    (``mcp_tools``, ``mcp_arguments``, ``mcp_result``; see ``proxy.mcp_checks``), named in the
+    log line, the audit record and ``shieldgate_mcp_findings_total``."""
     if not findings:  # most requests: nothing to look up
         return
     policy = policy_for(request)
@@ -220,7 +222,9 @@ def record_findings(request: web.Request, stage: Stage, findings: Sequence[Findi
                 finding.action.value,
                 mode,
                 extra={
+                    **({"hop": hop} if hop is not None else {}),
                     "stage": stage.value,
+                    "endpoint": endpoint,
                     "policy": policy.name,
                     "tenant": tenant_of(request),
                     "shield": finding.shield_id,
@@ -239,10 +243,20 @@ def record_findings(request: web.Request, stage: Stage, findings: Sequence[Findi
             finding.shield_type,
             finding.action.value,
             mode,
+            endpoint,
         ).inc()
+        if hop is not None:
+            metrics.child(
+                metrics.mcp_findings,
+                hop,
+                policy.name,
+                finding.shield_id,
+                finding.action.value,
+                mode,
+            ).inc()
         if audit.enabled:
             if context is None:
                 context = AuditContext(
                     request_id_of(request), tenant_of(request), policy.name, policy.digest
                 )
-            audit.record(context, stage, finding, monitor)
+            audit.record(context, stage, finding, monitor, hop=hop, endpoint=endpoint)

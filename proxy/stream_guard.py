@@ -19,8 +19,21 @@ called by the handler after the events of one read — scans every channel that 
 fast upstream packs hundreds of tiny deltas into one read, so they cost one scan; a slow one
 sends a delta per read, which is then scanned (and released, or blocked) at once.
 
-Allowed events leave as the exact bytes the upstream sent. The guard does no I/O: the handler
+Allowed events leave as the exact bytes the upstream sent, but for what the shields do not
+read and a client may: a comment line leaves empty, and ``id``, ``event``, ``retry`` and unknown
+fields not at all (``proxy.sse.data_only``). The guard does no I/O: the handler
 feeds it events and writes what it returns, which keeps this logic testable event by event.
+
+The stream is a chat-completions stream by default; with ``shape=ReplyShape.TEXT`` it is a
+legacy completions stream (``/v1/completions``), whose choices carry their text in ``text``
+(one channel per choice, ``shields.openai.text_completion``) instead of a delta. Everything
+else — queue, release rule, redaction rewrite, side channels, runs — is the same.
+
+A request that ends with an assistant message has the model continue it (a *prefill*,
+``shields.openai.prefill``): each choice's content channel then starts with the prefill's text,
+scanned as text already released and never emitted, so a phrase split between the prefill and
+the reply is found before the reply's part of it leaves. Its offsets count the prefill
+(``_Channel.base``); findings wholly inside it are the input stage's and are dropped.
 """
 
 from __future__ import annotations
@@ -30,36 +43,42 @@ import enum
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proxy import json_codec
 from proxy.errors import error_body
-from proxy.openai_texts import READERS as _READERS
-from proxy.openai_texts import TEXT_KEYS as _TEXT_KEYS
-from proxy.openai_texts import (
-    MalformedReply,
-    StreamIndices,
+from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
+from proxy.sse import SSEDecoder, SSEEvent, data_only, encode_data
+from proxy.sse_runs import EventRun, EventTemplate, learn_template
+from proxy.stream_checks import RemoteContext, RemoteStreamChecks
+from shields.base import Action, Finding, Verdict
+from shields.json_escapes import JsonEscapedScan
+from shields.openai.channels import CallChannel, Channel, FieldChannel, is_json_text
+from shields.openai.errors import MalformedReply
+from shields.openai.prefill import PREFILL_FIELD, reply_findings
+from shields.openai.reply import READERS as _READERS
+from shields.openai.reply import TEXT_KEYS as _TEXT_KEYS
+from shields.openai.reply import (
     check_choice_keys,
     check_message_key,
     choice_message,
     reply_fields,
 )
-from proxy.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
-from proxy.reply_check import is_json_text, name_shields, withhold_side_channels
-from proxy.sse import SSEDecoder, SSEEvent, encode_data
-from proxy.sse_runs import EventRun, EventTemplate, learn_template
-from proxy.stream_checks import RemoteContext, RemoteStreamChecks
-from shields.base import Action, Finding
-from shields.json_escapes import JsonEscapedScan
+from shields.openai.reply_check import name_shields, withhold_side_channels
+from shields.openai.stream_indices import StreamIndices
+from shields.openai.text_completion import TEXT_FIELD, ReplyShape, text_choice_field
 from shields.policy import CompiledPolicy
 from shields.scan import RedactionSpan, TextScan, check_text, merge_redactions, redact
 
-__all__ = ["GuardState", "StreamGuard"]
+__all__ = ["EndRenderer", "GuardState", "StreamEnd", "StreamGuard", "chat_stream_end"]
 
 log = logging.getLogger("shieldgate.stream")
 
 _DONE_DATA = b"[DONE]"
+# The channels of a choice's answer text (a chat delta's content, a completion's text): a
+# refusal after some of it was sent is set apart from it (``StreamEnd.content_sent``).
+_ANSWER_FIELDS = frozenset({"content", TEXT_FIELD})
 # Delta keys whose calls carry a name (``StreamIndices.names``).
 _NAMED = frozenset({"tool_calls", "function_call"})
 _MAX_KEPT_FINDINGS = 1000
@@ -84,8 +103,47 @@ class GuardState(enum.Enum):
     FAILED = "failed"  # the upstream misbehaved: error sent
 
 
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """How a guarded stream ended, for a dialect to render (``EndRenderer``).
+
+    ``DONE``: everything was released; ``done_raw`` is the upstream's ``[DONE]`` event as it
+    came (empty when the upstream ended without one). ``BLOCKED``: a shield blocked; nothing
+    held was released, and ``content_sent`` are the choices some of whose content had already
+    left (a refusal there is set apart from it). ``FAILED``: the upstream misbehaved or the
+    guard could not go on; ``message`` is the proxy's own words, never upstream text.
+    """
+
+    state: GuardState
+    message: str = ""
+    content_sent: frozenset[int] = frozenset()
+    done_raw: bytes = b""
+
+
+# What a dialect sends after the released events once the stream has ended.
+EndRenderer = Callable[[StreamEnd], bytes]
+
+
+def chat_stream_end(policy: CompiledPolicy, context: StreamContext) -> EndRenderer:
+    """The chat-completions stream's last bytes: ``[DONE]`` as it came, the policy's refusal
+    (a refusal stream, or an in-band ``content_filter`` error), or an in-band error."""
+    refusal = policy.spec.refusal
+
+    def render(end: StreamEnd) -> bytes:
+        if end.state is GuardState.DONE:
+            return end.done_raw
+        if end.state is GuardState.BLOCKED:
+            if refusal.style == "error":
+                return stream_error(content_filter_error(refusal.message))
+            return refusal_stream(refusal.message, context, separated=end.content_sent)
+        return stream_error(error_body(end.message, type="upstream_error", code="upstream_error"))
+
+    return render
+
+
 @dataclass(slots=True, eq=False)
 class _Channel:
+    key: Channel
     scan: TextScan | JsonEscapedScan
     received: int = 0  # characters fed so far
     safe_end: int = 0  # no later finding can touch a character before this offset
@@ -97,6 +155,9 @@ class _Channel:
     # Remote shields only: the whole text so far, and how far the holding ones have passed it.
     texts: list[str] | None = None
     judged_end: int = 0
+    # The prefill's length on a content channel that continues one: text scanned before the
+    # reply's first character, never emitted (``StreamGuard._seed``).
+    base: int = 0
 
     def judge_text(self, end: int) -> str:
         assert self.texts is not None
@@ -118,7 +179,7 @@ class _Queued:
     side: tuple[int, ...] = ()
     # The calls whose name this event brings: it waits until each is decided
     # (``StreamIndices.undecided``), so a name's first piece never leaves alone.
-    names: tuple[tuple[int, str, int], ...] = ()
+    names: tuple[CallChannel, ...] = ()
 
 
 FindingSink = Callable[[Finding], None]
@@ -143,8 +204,21 @@ class StreamGuard:
         remote: RemoteContext | None = None,
         adaptive_holdback: bool = True,
         tools: frozenset[str] | None = None,
+        render_end: EndRenderer | None = None,
+        shape: ReplyShape = ReplyShape.CHAT,
+        prefill: str = "",
     ) -> None:
         self._policy = policy
+        # The assistant text each choice's content continues (a legacy completion has none).
+        self._prefill = "" if shape is ReplyShape.TEXT else prefill
+        # A legacy completions stream: each choice's text is its ``text`` (``_read_text``).
+        self._text = shape is ReplyShape.TEXT
+        self._chunk_texts = _text_chunk_texts if self._text else _chunk_texts
+        # The dialect's rendering of the end; by default the chat stream's own. A dialect that
+        # renders the typed ``ending`` itself sets a renderer of nothing.
+        self.render_end = render_end or chat_stream_end(policy, context)
+        self.ending: StreamEnd | None = None
+        self._rule = policy.enforcement
         self._context = context
         self._shields = policy.output_shields
         self._checks: RemoteStreamChecks | None = None
@@ -167,11 +241,18 @@ class StreamGuard:
         # Release up to every scanner's open candidate (``TextScan``'s adaptive rule), with
         # ``holdback_chars`` as the bound; False: the fixed window (benchmarks compare them).
         self._adaptive = adaptive_holdback
-        self._channels: dict[tuple[Any, ...], _Channel] = {}
+        self._channels: dict[Channel, _Channel] = {}
+        # The channels of each choice's text fields by field name: the per-token path finds
+        # its channel without building a key (``_read_chunk``).
+        self._fields: list[dict[str, _Channel]] = [{} for _ in context.choices]
         self._queue: deque[_Queued] = deque()
         self._held_bytes = 0
         self._max_held_bytes = max_held_bytes
         self._on_finding = on_finding
+        # A finding with the channel it is on, for a dialect that records some channels'
+        # findings itself (the Responses API names an MCP call's arguments by their hop). It
+        # returns True when it recorded the finding; ``on_finding`` is then not told.
+        self.on_channel_finding: Callable[[Channel, Finding], bool] | None = None
         # Told, once per scan that released events, how many scanned characters stay held.
         self._on_held = on_held
         self._fingerprint = fingerprint
@@ -198,6 +279,16 @@ class StreamGuard:
     def blocked(self) -> bool:
         # A method, not an inline comparison: scanning changes ``state`` behind the caller's back.
         return self.state is GuardState.BLOCKED
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The output stage's verdict once the stream has ended (None while open, or when it
+        failed: a failure is an error, not a verdict)."""
+        if self.state is GuardState.BLOCKED:
+            return Verdict.BLOCK
+        if self.state is not GuardState.DONE:
+            return None
+        return Verdict.REDACT if self._redacted_choices else Verdict.ALLOW
 
     @property
     def held_bytes(self) -> int:
@@ -228,12 +319,17 @@ class StreamGuard:
             return bytes(self._feed_run(event))
         assert type(event) is SSEEvent
         data = event.data
-        if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
-            return self._finish(event.raw)
         if not self._scanning:
+            if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
+                return self._finish(event.raw)
             if data is not None and self._template is None and self._templates_left:
                 self._learn_unscanned(event.raw, data)
             return event.raw
+        raw = data_only(event.raw)
+        if raw is not event.raw:  # comments' text, id, event...: read by no shield
+            event = SSEEvent(raw, data, event.event)
+        if data is not None and len(data) < 16 and data.strip() == _DONE_DATA:
+            return self._finish(event.raw)
         item = _Queued(event.raw)
         if data is not None:
             try:
@@ -283,13 +379,13 @@ class StreamGuard:
         # Nothing to scan, but runs still spare the per-event framing: learn the shape from
         # the first event with one text.
         try:
-            texts = _chunk_texts(json_codec.loads(data, unique_keys=True))
+            texts = self._chunk_texts(json_codec.loads(data, unique_keys=True))
         except (json_codec.InvalidJSON, MalformedReply):
             return
         if len(texts) == 1:
             self._templates_left -= 1
             channel, text = texts[0]
-            self._template = learn_template(raw, data, channel, text, _chunk_texts)
+            self._template = learn_template(raw, data, channel, text, self._chunk_texts)
 
     def _check_template(
         self,
@@ -310,10 +406,13 @@ class StreamGuard:
         if not pending or len(pending[-1]) != end - start:
             return  # its text was scanned already (an enormous read): try another event
         self._templates_left -= 1
-        key = next(key for key, known in self._channels.items() if known is channel)
         self._template = learn_template(
-            raw, data, key, pending[-1], _chunk_texts, side_choices=side
+            raw, data, channel.key, pending[-1], self._chunk_texts, side_choices=side
         )
+
+    def call_name(self, channel: Channel) -> str | None:
+        """The name of the tool call whose arguments are on ``channel``, once it came."""
+        return self._indices.name_of(channel)
 
     def feed_read(self, decoder: SSEDecoder, data: bytes) -> bytes | memoryview:
         """One network read: framed by ``decoder`` (in runs once the events' shape is known),
@@ -380,8 +479,7 @@ class StreamGuard:
         checks.schedule(channels, final=self._ending)
         if self._ending and not checks.pending(channels):
             released = self._release()
-            self.state = GuardState.DONE
-            return released + self._done_raw
+            return released + self._ended(StreamEnd(GuardState.DONE, done_raw=self._done_raw))
         return self._release() if self._holding else b""
 
     def end(self, *, truncated: bool = False) -> bytes:
@@ -400,8 +498,7 @@ class StreamGuard:
             return b""
         log.warning("failing stream closed: %s", message)
         self._discard()
-        self.state = GuardState.FAILED
-        return stream_error(error_body(message, type="upstream_error", code="upstream_error"))
+        return self._ended(StreamEnd(GuardState.FAILED, message=message))
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -433,11 +530,16 @@ class StreamGuard:
         indices = self._indices
         # One event naming a choice twice: a client takes a first chunk's choices by position.
         named: set[int] | None = set() if len(choices) > 1 else None
+        text_shape = self._text
         for choice in choices:
             if type(choice) is not dict:
                 raise MalformedReply("a choice is not an object")
-            check_choice_keys(choice)
-            index = choice.get("index", 0)
+            if text_shape:
+                text_field = text_choice_field(choice)  # keys, an integer index, its text
+                index = choice["index"]
+            else:
+                check_choice_keys(choice)
+                index = choice.get("index", 0)
             # Inline, the common case: an int among the choices open. Anything else must be
             # the next choice to open (``StreamIndices``), or the stream fails closed.
             if type(index) is not int or not 0 <= index < indices.choices:
@@ -448,6 +550,15 @@ class StreamGuard:
                 named.add(index)
             if choice.get("finish_reason") is not None:
                 self._finished_choices.add(index)
+            if text_shape:
+                if choice.get("logprobs") is not None:
+                    item.side += (index,)
+                if text_field is not None:
+                    channel = self._fields[index].get(TEXT_FIELD)
+                    if channel is None:
+                        channel = self._open_channel(text_field.channel)
+                    self._feed(channel, text_field.text, item)
+                continue
             if "message" in choice or "text" in choice:
                 choice_message(choice, stream=True)  # raises on text outside the delta
             delta = choice.get("delta")
@@ -461,9 +572,13 @@ class StreamGuard:
                 continue
             for key, value in delta.items():
                 if type(value) is str and key in _TEXT_KEYS:
-                    # The common case, once per streamed token: no generator, no TextField.
+                    # The common case, once per streamed token: no generator, no TextField,
+                    # no channel key built.
                     if value:
-                        self._feed_text((index, key), value, item)
+                        channel = self._fields[index].get(key)
+                        if channel is None:
+                            channel = self._open_channel(FieldChannel(index, key))
+                        self._feed(channel, value, item)
                 elif key not in _READERS:
                     check_message_key(key, value)  # the role, or no text a client could read
                 elif value is not None:
@@ -488,7 +603,7 @@ class StreamGuard:
             findings = check_text(
                 name_shields(self._shields),
                 name,
-                fail_closed=self._policy.spec.on_error == "block",
+                fail_closed=self._rule.fail_closed,
                 fingerprint=self._fingerprint,
             )
             for finding in findings:
@@ -496,14 +611,18 @@ class StreamGuard:
                     self.findings.append(finding)
                 if self._on_finding is not None:
                     self._on_finding(finding)
-                if not finding.monitor and self._policy.enforcing:
+                if self._rule.counts(finding):
+                    # A redaction in a name blocks too: a renamed call is no tool the client has.
                     self.state = GuardState.BLOCKED
 
-    def _feed_text(self, key: tuple[Any, ...], text: str, item: _Queued) -> None:
-        # Runs once per streamed token: only bookkeeping here, the scanning is in flush().
+    def _feed_text(self, key: Channel, text: str, item: _Queued) -> None:
         channel = self._channels.get(key)
         if channel is None:
             channel = self._open_channel(key)
+        self._feed(channel, text, item)
+
+    def _feed(self, channel: _Channel, text: str, item: _Queued) -> None:
+        # Runs once per streamed token: only bookkeeping here, the scanning is in flush().
         start = channel.received
         end = channel.received = start + len(text)
         pending = channel.pending
@@ -514,19 +633,36 @@ class StreamGuard:
         if end - channel.scan.received > _MAX_UNSCANNED_CHARS:
             self._scan(channel)  # one enormous read: do not buffer it all
 
-    def _open_channel(self, key: tuple[Any, ...]) -> _Channel:
+    def _open_channel(self, key: Channel) -> _Channel:
         text_scan = TextScan(
             self._shields,
             holdback=self._holdback,
             adaptive=self._adaptive,
-            fail_closed=self._policy.spec.on_error == "block",
+            fail_closed=self._rule.fail_closed,
             fingerprint=self._fingerprint,
         )
         scan = JsonEscapedScan(text_scan) if is_json_text(key) else text_scan
-        channel = self._channels[key] = _Channel(scan, choice=key[0], audio=key[1] == "audio")
+        channel = _Channel(key, scan, choice=key.choice, audio=key.field == "audio")
+        self._channels[key] = channel
+        if type(key) is FieldChannel:
+            self._fields[key.choice][key.field] = channel
         if self._checks is not None:
             channel.texts = []
+        if self._prefill and type(key) is FieldChannel and key.field == PREFILL_FIELD:
+            self._seed(channel, self._prefill)
         return channel
+
+    def _seed(self, channel: _Channel, prefill: str) -> None:
+        """Starts a content channel with the prefill its choice continues: scanned, as if it
+        had been released, so the reply's first characters are read after it. Remote judges
+        read it too (their text and the channel's offsets stay one)."""
+        channel.base = channel.received = len(prefill)
+        if channel.texts is not None:
+            channel.texts.append(prefill)
+        findings = channel.scan.feed(prefill)
+        if findings:
+            self._handle(channel, findings)
+        channel.safe_end = channel.scan.safe_end
 
     def _scan(self, channel: _Channel) -> None:
         if not channel.pending:
@@ -542,16 +678,24 @@ class StreamGuard:
         channel.safe_end = scan.safe_end
 
     def _handle(self, channel: _Channel, findings: list[Finding]) -> None:
+        hook = self.on_channel_finding
+        base = channel.base
+        if base:
+            # After a prefill: only what runs into the reply is the reply's, and it is told in
+            # the reply's offsets; its redaction starts at the reply's first character.
+            findings = reply_findings(findings, base)
         for finding in findings:
             if len(self.findings) < _MAX_KEPT_FINDINGS:
                 self.findings.append(finding)
-            if self._on_finding is not None:
+            if (hook is None or not hook(channel.key, finding)) and self._on_finding is not None:
                 self._on_finding(finding)
-            if finding.monitor or not self._policy.enforcing:
+            if not self._rule.counts(finding):
                 continue
             if finding.action is Action.BLOCK:
                 self.state = GuardState.BLOCKED
             else:
+                if base:
+                    finding = replace(finding, start=finding.start + base, end=finding.end + base)
                 channel.redactions.append(finding)
                 channel.spans = merge_redactions(channel.redactions)
                 self._redacted_choices.add(channel.choice)
@@ -616,13 +760,17 @@ class StreamGuard:
         chunk = json_codec.loads(item.data)
         choices = chunk["choices"]
         if touched:
-            fields = [
-                text_field
-                for choice in choices
-                for text_field in reply_fields(
-                    choice.get("delta"), choice.get("index", 0), stream=True
-                )
-            ]
+            fields = (
+                [f for choice in choices if (f := text_choice_field(choice)) is not None]
+                if self._text
+                else [
+                    text_field
+                    for choice in choices
+                    for text_field in reply_fields(
+                        choice.get("delta"), choice.get("index", 0), stream=True
+                    )
+                ]
+            )
             for text_field, (channel, start, _) in zip(fields, item.segments, strict=True):
                 text_field.write(redact(text_field.text, start, channel.spans))
         changed = touched
@@ -674,17 +822,18 @@ class StreamGuard:
                 self._done_raw = done_raw
                 return self._release() if self._holding else b""
         released = self._release()
-        self.state = GuardState.DONE
-        return released + done_raw
+        return released + self._ended(StreamEnd(GuardState.DONE, done_raw=done_raw))
 
     def _refusal(self, *, held: _Queued | None = None) -> bytes:
         """The refusal tail; ``held``: the event being fed, which has not left (nor queued)."""
-        separated = self._content_sent(held)
+        content_sent = frozenset(self._content_sent(held))
         self._discard()
-        refusal = self._policy.spec.refusal
-        if refusal.style == "error":
-            return stream_error(content_filter_error(refusal.message))
-        return refusal_stream(refusal.message, self._context, separated=separated)
+        return self._ended(StreamEnd(GuardState.BLOCKED, content_sent=content_sent))
+
+    def _ended(self, end: StreamEnd) -> bytes:
+        self.state = end.state
+        self.ending = end
+        return self.render_end(end)
 
     def _content_sent(self, held: _Queued | None) -> set[int]:
         """The choices some of whose content has left (their refusal is set apart from it).
@@ -697,9 +846,10 @@ class StreamGuard:
             for channel, start, _ in item.segments:
                 held_from.setdefault(channel, start)
         return {
-            key[0]
+            key.choice
             for key, channel in self._channels.items()
-            if key[1] == "content" and held_from.get(channel, channel.received) > 0
+            if key.field in _ANSWER_FIELDS
+            and held_from.get(channel, channel.received) > channel.base
         }
 
     def _discard(self) -> None:
@@ -713,7 +863,24 @@ class StreamGuard:
             self._checks.cancel()
 
 
-def _chunk_texts(chunk: Any) -> list[tuple[tuple[Any, ...], str]]:
+def _text_chunk_texts(chunk: Any) -> list[tuple[Channel, str]]:
+    """``_chunk_texts`` for a legacy completions stream: each choice's ``text``."""
+    if not isinstance(chunk, dict) or chunk.get("error") is not None:
+        raise MalformedReply("not a chunk")
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        raise MalformedReply("`choices` is not a list")
+    texts = []
+    for choice in choices:
+        if type(choice) is not dict:
+            raise MalformedReply("a choice is not an object")
+        text_field = text_choice_field(choice)
+        if text_field is not None:
+            texts.append((text_field.channel, text_field.text))
+    return texts
+
+
+def _chunk_texts(chunk: Any) -> list[tuple[Channel, str]]:
     """Every text of a parsed stream chunk with its channel: what ``feed`` would find in it."""
     if not isinstance(chunk, dict) or chunk.get("error") is not None:
         raise MalformedReply("not a chunk")

@@ -286,9 +286,9 @@ class Upstream:
             return random.uniform(0, _MAX_BACKOFF)
         return random.uniform(0, min(base * 2 ** (attempt - 1), _MAX_BACKOFF))
 
-    def _count_error(self, kind: str) -> None:
+    def _count_error(self, kind: str, endpoint: str) -> None:
         if self._metrics is not None:
-            self._metrics.upstream_errors.labels(kind).inc()
+            self._metrics.upstream_errors.labels(kind, endpoint).inc()
 
     def log_failure(self, kind: str, attempts: int | None = None) -> None:
         """:func:`log_failure` for this upstream."""
@@ -302,13 +302,16 @@ class Upstream:
         headers: dict[str, str],
         body: bytes | None = None,
         query: str = "",
+        endpoint: str,
     ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         """Sends the request (with retries) on entering; yields the response, closed on exit.
 
         ``query`` is the client's query string as it came on the wire, still percent-encoded
         (``request.rel_url.raw_query_string``): it is forwarded byte for byte, so ``%23`` stays
         a ``#`` inside a value and ``%2F`` is not turned into a ``/``. Whatever it holds, it
-        only ever becomes the query of the upstream URL, never its host or path."""
+        only ever becomes the query of the upstream URL, never its host or path.
+        ``endpoint``: the client-facing endpoint the call serves (``chat``, ``models``...),
+        the label of its retries and failures in the metrics."""
         assert self._session is not None, "Upstream.start() was not awaited"
         url: str | URL = f"{self.base_url}/{path}"
         if query:
@@ -320,7 +323,7 @@ class Upstream:
                 query_string=encoded_query(query),
                 encoded=True,
             )
-        return _Exchange(self, self._session, method, url, headers, body)
+        return _Exchange(self, self._session, method, url, headers, body, endpoint)
 
     async def _send(
         self,
@@ -329,6 +332,7 @@ class Upstream:
         url: str | URL,
         headers: dict[str, str],
         body: bytes | None,
+        endpoint: str,
     ) -> aiohttp.ClientResponse:
         attempts = self.settings.retry_attempts
         attempt = 0
@@ -342,7 +346,7 @@ class Upstream:
             except TimeoutError:
                 # Checked first: aiohttp's timeouts are connection errors too.
                 if last:
-                    self._count_error("timeout")
+                    self._count_error("timeout", endpoint)
                     log_failure("timeout", self.host, attempt)
                     raise _LoggedTimeout(
                         f"The upstream did not answer in time ({attempts} attempts)"
@@ -352,7 +356,7 @@ class Upstream:
                 # It answered, but not in HTTP (a bad status line, headers or framing): asking
                 # again will not help. aiohttp's message quotes the upstream's bytes, unchecked
                 # text, so only the kind of error is passed on.
-                self._count_error("bad_reply")
+                self._count_error("bad_reply", endpoint)
                 log_failure("invalid_reply", self.host, attempt)
                 raise _LoggedError(
                     f"The upstream sent an invalid HTTP response ({type(exc).__name__})"
@@ -360,7 +364,7 @@ class Upstream:
             except aiohttp.ClientError as exc:
                 connection = isinstance(exc, aiohttp.ClientConnectionError)
                 if last or not connection:
-                    self._count_error("unreachable")
+                    self._count_error("unreachable", endpoint)
                     log_failure(
                         "connect_error" if connection else "client_error", self.host, attempt
                     )
@@ -375,7 +379,7 @@ class Upstream:
                     # to fetch its answer from wherever the upstream points, past the shields.
                     status = response.status
                     response.close()
-                    self._count_error("bad_reply")
+                    self._count_error("bad_reply", endpoint)
                     log_failure("redirect", self.host, attempt, status=status)
                     raise _LoggedError(
                         f"The upstream answered with a redirect ({status}), which shieldgate "
@@ -390,7 +394,7 @@ class Upstream:
                 else:
                     delay = min(retry_after, self.settings.retry_after_cap)
             if self._metrics is not None:
-                self._metrics.upstream_retries.inc()
+                self._metrics.upstream_retries.labels(endpoint).inc()
             await asyncio.sleep(delay)
         status = response.status
         if status >= 500 or status == 429:
@@ -408,6 +412,7 @@ class _Exchange:
 
     __slots__ = (
         "_body",
+        "_endpoint",
         "_headers",
         "_method",
         "_response",
@@ -425,6 +430,7 @@ class _Exchange:
         url: str | URL,
         headers: dict[str, str],
         body: bytes | None,
+        endpoint: str,
     ) -> None:
         self._upstream = upstream
         self._session = session
@@ -432,12 +438,13 @@ class _Exchange:
         self._url = url
         self._headers = headers
         self._body = body
+        self._endpoint = endpoint
         self._response: aiohttp.ClientResponse | None = None
         self._unwatch = _nothing
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
         response = self._response = await self._upstream._send(
-            self._session, self._method, self._url, self._headers, self._body
+            self._session, self._method, self._url, self._headers, self._body, self._endpoint
         )
         self._unwatch = _fail_body_when_connection_dies(response)
         return response

@@ -19,9 +19,14 @@ with that worker's status (128 + signal when it was killed), so that whatever su
 parent (systemd, Kubernetes, Docker's restart policy) sees the failure and restarts the whole
 server. A worker whose parent dies (SIGKILL) sees end of file on its stdin and shuts down.
 
-Nothing needs sharing between the workers: the policy is read from the same file by each,
-the SQLite responses store is one file several processes may share, and the audit trail's
-hash key is made once here so that all workers hash a value alike. Metrics are per process.
+Little needs sharing between the workers: the policy is read from the same file by each,
+the SQLite responses store is one file several processes may share (a PostgreSQL one is shared
+anyway), and the audit trail's hash key is made once here so that all workers hash a value
+alike. Metrics are the exception: the parent makes a directory for this run (inside
+``PROMETHEUS_MULTIPROC_DIR`` when that is set, else the system's temporary directory) and
+hands it to every worker as ``PROMETHEUS_MULTIPROC_DIR``, so that ``/metrics``, whichever
+worker answers, adds up all of them (see ``proxy.metrics``). A worker's live gauges are dropped
+when it exits, and the directory is deleted when the parent is done.
 """
 
 from __future__ import annotations
@@ -32,10 +37,12 @@ import logging
 import os
 import secrets
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any
@@ -47,6 +54,7 @@ __all__ = ["reserve_port", "serve_workers", "worker_main"]
 log = logging.getLogger("shieldgate.workers")
 
 EXIT_FAILURE = 1
+MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -94,7 +102,14 @@ def serve_workers(settings: Settings) -> int:
             "audit_hash_key": settings.audit_hash_key or secrets.token_hex(32),
         }
     )
-    return _Supervisor(shared, reservation).run()
+    # Made before any worker imports prometheus-client, which reads the variable at import.
+    metrics_dir = tempfile.mkdtemp(
+        prefix="shieldgate-metrics-", dir=os.environ.get(MULTIPROC_VARIABLE) or None
+    )
+    try:
+        return _Supervisor(shared, reservation, metrics_dir).run()
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 @dataclass(eq=False)
@@ -121,9 +136,10 @@ class _Worker:
 
 
 class _Supervisor:
-    def __init__(self, settings: Settings, reservation: socket.socket) -> None:
+    def __init__(self, settings: Settings, reservation: socket.socket, metrics_dir: str) -> None:
         self.settings = settings
         self.reservation: socket.socket | None = reservation
+        self.metrics_dir = metrics_dir
         self.workers: list[_Worker] = []
         self.stop_signal: int | None = None  # the signal that asked for the stop
         self.status: int | None = None  # the exit status, once a worker failed
@@ -157,6 +173,7 @@ class _Supervisor:
             # Its own process group: a Ctrl-C in a terminal reaches the parent only, which
             # forwards it, so every worker sees each signal exactly once.
             process_group=0,
+            env={**os.environ, MULTIPROC_VARIABLE: self.metrics_dir},
         )
         assert process.stdin is not None and process.stdout is not None
         worker = _Worker(index, process, process.stdin, process.stdout)
@@ -202,7 +219,9 @@ class _Supervisor:
                     selector.unregister(key.fileobj)
                     worker.stdout.close()
                     worker.stdin.close()
-                    self._exited(worker, worker.process.wait())
+                    code = worker.process.wait()
+                    self._forget_gauges(worker)
+                    self._exited(worker, code)
                 if not announced and all(w.ready_url for w in self.workers):
                     announced = True
                     if self.stop_signal is None and self.status is None:
@@ -250,6 +269,12 @@ class _Supervisor:
             for other in self.workers:
                 other.signal(signal.SIGTERM)
 
+    def _forget_gauges(self, worker: _Worker) -> None:
+        """Its live gauges (streams in flight...) no longer count; its counters still do."""
+        from prometheus_client.multiprocess import mark_process_dead
+
+        mark_process_dead(worker.process.pid, self.metrics_dir)  # type: ignore[no-untyped-call]
+
     def _release_port(self) -> None:
         if self.reservation is not None:
             self.reservation.close()
@@ -293,6 +318,7 @@ def worker_main() -> int:
 
     from proxy.cli import load_policies
     from proxy.logs import configure_logging
+    from proxy.response_store import StoreStartupError
     from proxy.server import run, serve
     from shields.policy import PolicyError
 
@@ -314,6 +340,9 @@ def worker_main() -> int:
                 parent_fd=sys.stdin.fileno(),
             )
         )
+    except StoreStartupError as exc:
+        _report({"error": str(exc), "code": 2})
+        return 2
     except OSError as exc:
         reason = exc.strerror or str(exc)
         where = f"{settings.host}:{settings.port}"

@@ -28,6 +28,7 @@ composed with it).
 from __future__ import annotations
 
 import enum
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -144,6 +145,11 @@ class Shield(ABC):
     """A configured shield. Subclasses register themselves in ``shields.registry``."""
 
     type_name: ClassVar[str]
+    # Whether what the shield finds depends on the characters of a text, not only on its size:
+    # such shields check a text again after a redaction changed it (a stripped character can
+    # join a token). A size limit reads the client's text; a truncation's placeholder would
+    # only trip it again.
+    reads_content: ClassVar[bool] = True
 
     def __init__(self, spec: ShieldSpecBase) -> None:
         self.spec = spec
@@ -220,8 +226,16 @@ class StageShields(tuple[Shield, ...]):
     """
 
     decode: bool
+    # Which build of a stage this is, never reused in a process: what a stage's shields found
+    # in a text is remembered under it (``shields.openai.input_cache``), so the outcomes of a
+    # policy that a reload replaced never answer for its successor.
+    serial: int
 
     def __new__(cls, shields: Iterable[Shield] = (), *, decode: bool = False) -> StageShields:
         self = super().__new__(cls, shields)
         self.decode = decode
+        self.serial = next(_SERIALS)
         return self
+
+
+_SERIALS = itertools.count()

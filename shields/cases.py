@@ -1,7 +1,8 @@
 """Running a policy's own ``cases``: the same shields and the same engine the proxy uses.
 
 Modelled on ``opa test``: each case states a stage, a text (or messages), the verdict it expects,
-optionally the shield that must fire and the text after redaction.
+optionally the shield that must fire, the text after redaction and the endpoint whose view of the
+policy decides it (``chat`` unless it says).
 
 With remote shields called (``--remote``), a remote shield that fails to answer is an error of
 the case, not a result: under ``on_error: block`` the failure blocks, and a case expecting a
@@ -58,7 +59,10 @@ def run_case(
         assert case.text is not None
         texts = [(Role.USER if case.stage is Stage.INPUT else None, case.text)]
     before = len(remote.failures) if remote is not None else 0
-    evaluation = evaluate(policy, case.stage, texts, remote=remote)
+    # Decided by the view of the endpoint the case names: a shield scoped to other endpoints
+    # takes no part.
+    view = policy.for_endpoint(case.endpoint)
+    evaluation = evaluate(view, case.stage, texts, remote=remote)
     failures = remote.failures[before:] if remote is not None else []
     if CaseResult(case, evaluation, ()).skipped:
         return CaseResult(case, evaluation, ())

@@ -17,7 +17,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from shields.base import Finding, Role, Stage
 from shields.cases import CaseResult, run_case
-from shields.decode import redecode
+from shields.decode import PIECE
+from shields.decode_scan import WINDOW as DECODE_WINDOW
 from shields.evaluate import Evaluation, evaluate
 from shields.pipeline import BlockingRemote
 from shields.policy import (
@@ -32,10 +33,16 @@ from shields.policy import (
 )
 from shields.routing import CASES_SUFFIX, PolicySet, load_policy_set
 from shields.routing import policy_files as directory_policy_files
+from shields.scan_records import (
+    BadRecord,
+    RecordKind,
+    evaluate_record,
+    read_line,
+    record_kind,
+    scan_result,
+)
 
 __all__ = ["check_policies", "policy_files", "run_policy_tests", "scan_lines"]
-
-_ROLES = {role.value: role for role in Role}
 
 
 def policy_files(paths: Sequence[str | Path]) -> list[Path]:
@@ -70,6 +77,12 @@ def check_policies(paths: Sequence[str | Path], out: TextIO, *, explain: bool = 
             for problem in exc.problems:
                 out.write(problem.located() + "\n")
                 problems += 1
+    for path in files:
+        # A sibling cases file is part of the policy's tests: ``test`` would fail on it, so
+        # ``check`` (the pre-commit hook) says so first.
+        for problem in _sibling_case_problems(path):
+            out.write(problem.located() + "\n")
+            problems += 1
     if problems:
         return 1
     if explain:
@@ -80,11 +93,36 @@ def check_policies(paths: Sequence[str | Path], out: TextIO, *, explain: bool = 
     return 0
 
 
+def _sibling_case_problems(path: Path) -> list[Problem]:
+    """What is wrong with the cases of ``path``'s sibling ``*.cases.yaml``: the file itself,
+    and cases naming a shield its stage (or endpoint) does not have."""
+    cases, problems = _sibling_cases(path)
+    if problems or not cases:
+        return problems
+    try:
+        policy = load_policy(path)
+    except PolicyError:
+        return []  # the policy's own problems were reported
+    sibling = str(path.with_name(path.name.removesuffix(".yaml") + CASES_SUFFIX))
+    for index, case in enumerate(cases):
+        problem = case_problem(case, policy.shields(case.stage) + policy.remote(case.stage))
+        if problem is not None:
+            key, message = problem
+            problems.append(Problem(sibling, message, f"[{index}].{key}"))
+    return problems
+
+
 def explain_holdback(policy: CompiledPolicy) -> list[str]:
     """One line per output shield: does it hold text only while a match may still start there
     (adaptive), or its longest match in every stream (a pattern whose prefixes could not be
     bounded: worth rewriting when streams must start fast)?"""
     lines = [f"{policy.source}: stream hold-back at most {policy.holdback} characters\n"]
+    if policy.spec.decode.output:
+        lines.append(
+            f"{policy.source}: decode.output: holds an encoded run while it may still grow (a "
+            f"piece of {PIECE} characters at a time) and the pieces whose decoded text the "
+            f"output shields still hold, at most {DECODE_WINDOW} characters\n"
+        )
     for index, shield in enumerate(policy.output_shields):
         where = f"{policy.source}: output[{index}] ({shield.id}, {shield.type_name})"
         if shield.adaptive_holdback:
@@ -146,7 +184,10 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 def _case_name(case: Case, label: str) -> str:
     if case.name:
         return case.name
-    return f"{label} ({case.stage.value}, expect {case.expect.value})"
+    stage = case.stage.value
+    if case.endpoint != "chat":
+        stage += f" on {case.endpoint}"
+    return f"{label} ({stage}, expect {case.expect.value})"
 
 
 def _explain(findings: Iterable[Finding]) -> list[str]:
@@ -285,108 +326,6 @@ def _write_junit(path: Path, outcomes: list[_Outcome]) -> None:
 # -- scan -------------------------------------------------------------------------------------
 
 
-class _BadRecord(ValueError):
-    pass
-
-
-def _texts_of(record: Any, stage: Stage) -> tuple[list[tuple[Role | None, str]], bool]:
-    """The texts of one JSONL record, and whether it was a ``messages`` record.
-
-    What the proxy would refuse with a 400 is a bad record here too, never skipped: a role that
-    is not one of the roles' names, content that is neither a string nor a list of parts, a
-    part that is not an object or whose ``text`` is not a string."""
-    if not isinstance(record, dict):
-        raise _BadRecord("each line must be a JSON object")
-    if isinstance(record.get("text"), str):
-        _valid_unicode(record["text"])
-        return [(Role.USER if stage is Stage.INPUT else None, record["text"])], False
-    messages = record.get("messages")
-    if not isinstance(messages, list):
-        raise _BadRecord('each line needs a "text" string or a "messages" list')
-    texts: list[tuple[Role | None, str]] = []
-    for i, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
-        # Only a string may be looked up: a list or an object as the role is unhashable.
-        if not isinstance(role, str) or role not in _ROLES:
-            raise _BadRecord(f"messages[{i}] needs a valid role")
-        content = message.get("content")
-        if content is None:
-            content = ""  # an assistant turn that only calls tools, as the API sends it
-        if isinstance(content, list):
-            content = "\n".join(_part_texts(content, f"messages[{i}].content"))
-        if not isinstance(content, str):
-            raise _BadRecord(f"messages[{i}].content must be a string or a list of parts")
-        _valid_unicode(content)
-        texts.append((_ROLES[role], content))
-    return texts, True
-
-
-def _part_texts(parts: list[Any], where: str) -> Iterator[str]:
-    """The text of each content part that has some (images and the like have none)."""
-    for j, part in enumerate(parts):
-        if not isinstance(part, dict):
-            raise _BadRecord(f"{where}[{j}] must be an object")
-        kind = part.get("type")
-        for key in ("text", "refusal"):
-            if key in part or kind == key:
-                value = part.get(key)
-                if not isinstance(value, str):
-                    raise _BadRecord(f"{where}[{j}].{key} must be a string")
-                yield value
-
-
-def _valid_unicode(text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _BadRecord("the text is not valid Unicode (a lone surrogate escape)") from None
-
-
-def _finding_json(finding: Finding, text: str, explain: bool) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "shield": finding.shield_id,
-        "type": finding.shield_type,
-        "label": finding.label,
-        "start": finding.start,
-        "end": finding.end,
-    }
-    if explain:
-        item["action"] = finding.action.value
-        item["monitor"] = finding.monitor
-        item["match"] = text[finding.start : finding.end]
-        # A finding in decoded text spans the encoded run: show what the shield read.
-        decoded = redecode(finding.label, item["match"])
-        if decoded:
-            item["decoded"] = decoded
-    return item
-
-
-def _scan_result(
-    record: dict[str, Any], evaluation: Evaluation, is_messages: bool, explain: bool
-) -> dict[str, Any]:
-    findings = []
-    for index, result in enumerate(evaluation.texts):
-        for finding in result.findings:
-            item = _finding_json(finding, result.text, explain)
-            if is_messages:
-                item["message"] = index
-            findings.append(item)
-    findings += [_finding_json(f, "", explain) for f in evaluation.request_findings]
-    output: dict[str, Any] = {
-        "id": record.get("id"),
-        "verdict": evaluation.verdict.value,
-        "findings": findings,
-    }
-    if is_messages:
-        output["messages"] = [
-            {"role": r.role.value if r.role else None, "content": r.redacted}
-            for r in evaluation.texts
-        ]
-    else:
-        output["text"] = evaluation.texts[0].redacted
-    return output
-
-
 def _lines(stream: Iterable[str | bytes]) -> Iterator[tuple[int, str | bytes]]:
     for number, line in enumerate(stream, start=1):
         if line.strip():
@@ -416,20 +355,26 @@ def scan_lines(
 ) -> int:
     """JSON Lines in, one line out per input line; exit 1 if any line was bad, else 0.
 
-    A line that is not a JSON object of the documented shape gets an error line,
+    Records are read and checked as the proxy reads and checks requests and replies
+    (``shields.scan_records``). A line that is not a JSON object of the documented shape, or
+    that the proxy would refuse, gets an error line,
     ``{"id": ..., "line": N, "error": "..."}``, and the scan goes on with the next line.
     Without ``remote``, remote shields are not called (each result lists them as skipped)."""
     errors = 0
     for number, line in _lines(lines):
         record: Any = None
         try:
-            record = json.loads(line)
-            texts, is_messages = _texts_of(record, stage)
-            evaluation = evaluate(policy, stage, texts, remote=remote)
-            result = _scan_result(record, evaluation, is_messages, explain)
+            record = read_line(line)
+            kind = record_kind(record, stage)
+            if kind is RecordKind.TEXT:
+                role = Role.USER if stage is Stage.INPUT else None
+                evaluation = evaluate(policy, stage, [(role, record["text"])], remote=remote)
+            else:
+                evaluation = evaluate_record(policy, stage, record, kind, remote=remote)
+            result = scan_result(record, kind, evaluation, explain)
         except Exception as exc:
             errors += 1
-            if isinstance(exc, _BadRecord):
+            if isinstance(exc, BadRecord):
                 reason = str(exc)
             elif isinstance(exc, ValueError | RecursionError) and record is None:
                 reason = f"not valid JSON: {exc}"

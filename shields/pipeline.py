@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from shields.base import Action, Finding, Role
+from shields.base import Finding, Role
 from shields.remote import (
     JudgeRequest,
     RemoteBackends,
@@ -21,11 +21,11 @@ from shields.remote import (
     failure_finding,
     failure_kind,
 )
+from shields.verdict import Enforcement
 
 __all__ = [
     "BlockingRemote",
     "FailureSink",
-    "blocks",
     "check_one",
     "latest_message",
     "run_remote",
@@ -101,10 +101,6 @@ class BlockingRemote:
         self._runner.close()
 
 
-def blocks(findings: Sequence[Finding], *, enforcing: bool = True) -> bool:
-    return enforcing and any(f.action is Action.BLOCK and not f.monitor for f in findings)
-
-
 async def run_remote(
     checks: Sequence[tuple[RemoteShield, JudgeRequest]],
     backends: RemoteBackends,
@@ -121,13 +117,14 @@ async def run_remote(
     if len(checks) == 1:
         shield, request = checks[0]
         return [await check_one(shield, request, backends, policy_on_error, on_failure)]
+    rule = Enforcement(enforcing)
     tasks = [
         asyncio.ensure_future(check_one(shield, request, backends, policy_on_error, on_failure))
         for shield, request in checks
     ]
     try:
         for next_done in asyncio.as_completed(tasks):
-            if blocks(await next_done, enforcing=enforcing):
+            if rule.blocks(await next_done):
                 break
     finally:
         for task in tasks:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -18,9 +18,11 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from shields.base import Role, Shield, Stage, StageShields, Verdict
-from shields.registry import builtin_types
+from shields.decode_scan import WINDOW as DECODE_WINDOW
+from shields.registry import shield_types
 from shields.remote import RemoteShield, remote_shields
-from shields.spec import ShieldSpecBase, StrictModel
+from shields.spec import ENDPOINTS, Endpoint, ShieldSpecBase, StrictModel
+from shields.verdict import Enforcement
 
 __all__ = [
     "Case",
@@ -30,6 +32,7 @@ __all__ = [
     "PolicyError",
     "Problem",
     "Refusal",
+    "RequestSettings",
     "StreamSettings",
     "case_problem",
     "compile_policy",
@@ -40,7 +43,10 @@ __all__ = [
     "yaml_value_problem",
 ]
 
-_TYPES = builtin_types()
+# Built-in and plugin shield types; a plugin that cannot be used fails every policy load
+# (``_plugin_check``) rather than be left out in silence.
+_LOADED = shield_types()
+_TYPES = _LOADED.types
 
 if TYPE_CHECKING:
     ShieldSpec = ShieldSpecBase
@@ -60,13 +66,23 @@ class StreamSettings(StrictModel):
 
 
 class DecodeSettings(StrictModel):
-    """Which stages also read what encoded runs of a whole text decode to (base64, hex,
-    percent-encoding, named ROT13: ``shields.decode``). Off unless a policy turns it on:
-    decoding costs a pass over the text, and what it finds blocks or redacts the whole run.
-    Streamed replies are not decoded (yet), whatever ``output`` says."""
+    """Which stages also read what encoded runs of a text decode to (base64, hex,
+    percent-encoding, named ROT13: ``shields.decode``, ``shields.decode_scan``): whole texts,
+    tool-call arguments and streams alike. Off unless a policy turns it on: decoding costs a
+    pass over the text, what it finds blocks or redacts the whole run, and a stream holds an
+    encoded run until it ends (``output`` needs ``stream.holdback_chars`` >= ``WINDOW``)."""
 
     input: bool = False
     output: bool = False
+
+
+class RequestSettings(StrictModel):
+    """What a policy does with requests whose prompt no shield can read."""
+
+    # Embeddings inputs and completions prompts given as token ids (lists of integers): the
+    # shields read text, so by default such a request is refused (400). ``allow`` forwards
+    # them, unchecked by every input shield.
+    token_inputs: Literal["refuse", "allow"] = "refuse"
 
 
 class CaseMessage(StrictModel):
@@ -85,6 +101,8 @@ class Case(StrictModel):
     # With `shieldgate test --remote`: a remote shield of the stage must fail to answer (the
     # case tests what the policy does then). Any other remote failure makes a case an ERROR.
     expect_error: bool = False
+    # The endpoint whose view of the policy decides the case (shields scoped by `endpoints`).
+    endpoint: Endpoint = "chat"
 
     @model_validator(mode="after")
     def _one_input(self) -> Case:
@@ -102,9 +120,17 @@ class Policy(StrictModel):
     refusal: Refusal = Refusal()
     stream: StreamSettings = StreamSettings()
     decode: DecodeSettings = DecodeSettings()
+    request: RequestSettings = RequestSettings()
     input: list[ShieldSpec] = Field(default_factory=list)
     output: list[ShieldSpec] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=list)
+
+
+_ENFORCEMENTS = {
+    (enforcing, fail_closed): Enforcement(enforcing, fail_closed)
+    for enforcing in (True, False)
+    for fail_closed in (True, False)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +146,38 @@ class CompiledPolicy:
     # scanners above: they are awaited, not fed (``shields.remote``).
     input_remote: tuple[RemoteShield, ...] = ()
     output_remote: tuple[RemoteShield, ...] = ()
+    # The policy as each endpoint sees it, where shields scoped by ``endpoints`` make it
+    # differ from the whole (``for_endpoint``); built once, when the policy is compiled.
+    views: Mapping[str, CompiledPolicy] = field(default_factory=dict, compare=False, repr=False)
+    # The endpoint this is the view of; None for the whole policy.
+    endpoint: str | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
 
+    def for_endpoint(self, endpoint: str) -> CompiledPolicy:
+        """The policy as it applies on ``endpoint`` (one of ``ENDPOINTS``): the shields whose
+        ``endpoints`` include it, or that name none. Same name, digest and settings. A dict
+        lookup: the views are built when the policy is compiled."""
+        if self.endpoint is not None:
+            if endpoint != self.endpoint:
+                raise ValueError(f"this is the policy's view for {self.endpoint!r}")
+            return self
+        if endpoint not in ENDPOINTS:
+            raise ValueError(f"unknown endpoint {endpoint!r} (known: {', '.join(ENDPOINTS)})")
+        return self.views.get(endpoint, self)
+
     @property
     def enforcing(self) -> bool:
         return self.spec.mode == "enforce"
+
+    @property
+    def enforcement(self) -> Enforcement:
+        """The one rule by which this policy's findings become blocks and redactions."""
+        # Read several times per request: one shared (immutable) rule per combination rather
+        # than a new object on every read.
+        return _ENFORCEMENTS[self.enforcing, self.spec.on_error == "block"]
 
     @property
     def holdback(self) -> int:
@@ -187,6 +237,7 @@ def load_policy(path: str | Path) -> CompiledPolicy:
 
 
 def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolicy:
+    _plugin_check(source)
     data = raw.encode() if isinstance(raw, str) else raw
     try:
         tree = yaml.compose(data, Loader=yaml.SafeLoader)
@@ -213,7 +264,13 @@ def parse_policy(raw: bytes | str, *, source: str = "<policy>") -> CompiledPolic
 
 
 def case_problem(case: Case, shields: Sequence[Shield]) -> tuple[str, str] | None:
-    """What is wrong with a case given its stage's shields, as (key, message), or None."""
+    """What is wrong with a case given its stage's shields (all of them: those its
+    endpoint's view leaves out are set aside here), as (key, message), or None."""
+    for shield in shields:
+        if shield.id == case.shield and not _runs_on(shield, case.endpoint):
+            message = f"shield {case.shield!r} does not run on endpoint {case.endpoint!r}"
+            return "shield", message
+    shields = [s for s in shields if _runs_on(s, case.endpoint)]
     if case.shield is not None and case.shield not in {s.id for s in shields}:
         return "shield", f"no {case.stage.value} shield has id {case.shield!r}"
     if case.expect_error:
@@ -226,11 +283,21 @@ def case_problem(case: Case, shields: Sequence[Shield]) -> tuple[str, str] | Non
 
 
 def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") -> CompiledPolicy:
+    _plugin_check(source)
     problems: list[tuple[Loc, str]] = []
     stages: dict[Stage, tuple[Shield, ...]] = {}
     for stage, specs in ((Stage.INPUT, spec.input), (Stage.OUTPUT, spec.output)):
         stages[stage] = tuple(_build(stage, specs, problems))
     holdback = spec.stream.holdback_chars
+    if spec.decode.output and holdback < DECODE_WINDOW:
+        problems.append(
+            (
+                ("stream", "holdback_chars"),
+                f"{holdback} is shorter than what decoding output holds of an encoded run "
+                f"(decode.output): {DECODE_WINDOW} characters; raise it to at least "
+                f"{DECODE_WINDOW}",
+            )
+        )
     for shield in stages[Stage.OUTPUT]:
         if shield.max_match > holdback:
             i = next(k for k, s in enumerate(spec.output) if s.id == shield.id)
@@ -242,6 +309,16 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
                     f"{shield.max_match}",
                 )
             )
+    for stage, specs in ((Stage.INPUT, spec.input), (Stage.OUTPUT, spec.output)):
+        for i, shield_spec in enumerate(specs):
+            if stage is Stage.OUTPUT and shield_spec.endpoints == ["embeddings"]:
+                problems.append(
+                    (
+                        ("output", i, "endpoints"),
+                        "embeddings replies are vectors, which no output shield reads: "
+                        "this shield would never run",
+                    )
+                )
     for i, case in enumerate(spec.cases):
         problem = case_problem(case, stages[case.stage])
         if problem is not None:
@@ -258,7 +335,7 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
         )
         for stage, built in stages.items()
     }
-    return CompiledPolicy(
+    policy = CompiledPolicy(
         spec=spec,
         input_shields=local[Stage.INPUT],
         output_shields=local[Stage.OUTPUT],
@@ -267,6 +344,38 @@ def compile_policy(spec: Policy, *, source: str = "<policy>", digest: str = "") 
         input_remote=remote_shields(stages[Stage.INPUT]),
         output_remote=remote_shields(stages[Stage.OUTPUT]),
     )
+    if not any(s.spec.endpoints is not None for built in stages.values() for s in built):
+        return policy  # every endpoint sees the whole policy
+    return replace(policy, views={e: _view(policy, e) for e in ENDPOINTS})
+
+
+def _runs_on(shield: Shield, endpoint: str) -> bool:
+    endpoints = shield.spec.endpoints
+    return endpoints is None or endpoint in endpoints
+
+
+def _view(policy: CompiledPolicy, endpoint: str) -> CompiledPolicy:
+    """``policy`` with only the shields that run on ``endpoint``."""
+
+    def local(shields: tuple[Shield, ...]) -> StageShields:
+        decode = isinstance(shields, StageShields) and shields.decode
+        return StageShields((s for s in shields if _runs_on(s, endpoint)), decode=decode)
+
+    return replace(
+        policy,
+        input_shields=local(policy.input_shields),
+        output_shields=local(policy.output_shields),
+        input_remote=tuple(s for s in policy.input_remote if _runs_on(s, endpoint)),
+        output_remote=tuple(s for s in policy.output_remote if _runs_on(s, endpoint)),
+        views={},
+        endpoint=endpoint,
+    )
+
+
+def _plugin_check(source: str) -> None:
+    """Raises PolicyError naming every installed shield plugin that cannot be used."""
+    if _LOADED.problems:
+        raise PolicyError([Problem(source, str(problem)) for problem in _LOADED.problems])
 
 
 def _build(
@@ -292,6 +401,12 @@ def _build(
             shields.append(_TYPES[shield_spec.type].shield(shield_spec))
         except ValueError as exc:
             problems.append((where, str(exc)))
+        except Exception as exc:
+            plugin = _LOADED.plugins.get(shield_spec.type)
+            if plugin is None:
+                raise  # a built-in's bug: the traceback is what is needed
+            name = type(exc).__name__
+            problems.append((where, f"shield plugin {plugin}: building it raised {name}: {exc}"))
     return shields
 
 

@@ -126,6 +126,9 @@ class Vote:
     replacement: str | None = None
     # Reported, never enforced (a judge's category the policy does not enforce).
     monitor: bool = False
+    # The part of the judged text the vote is about, as (start, end) offsets into it; unset:
+    # all of it (a judge answers about the whole text; a classifier about one window of it).
+    span: tuple[int, int] | None = None
 
 
 class RemoteCallError(Exception):
@@ -305,14 +308,15 @@ class RemoteShield(Shield):
         return tuple(votes)
 
     def _finding(self, vote: Vote, length: int) -> Finding:
-        # A remote verdict is about the whole judged text: its span covers all of it.
+        # A verdict is about the whole judged text unless the vote names a part of it.
+        start, end = vote.span if vote.span is not None else (0, length)
         return Finding(
             shield_id=self.id,
             shield_type=self.type_name,
             label=vote.label,
             action=vote.action,
-            start=0,
-            end=length,
+            start=start,
+            end=end,
             placeholder=vote.replacement if vote.replacement is not None else self.spec.placeholder,
             monitor=self.monitor or vote.monitor,
         )

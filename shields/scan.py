@@ -17,14 +17,13 @@ that is the few characters that may still begin a deny-list phrase or a secret's
 from __future__ import annotations
 
 import logging
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Protocol
 
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield, StageShields
-from shields.decode import decoded_label, decoded_pieces
+from shields.decode_scan import NOT_DECODED, DecodeShield
 from shields.normalize import IdentityNormalizer, StreamNormalizer
 
 __all__ = [
@@ -57,16 +56,16 @@ class TextScan:
     __slots__ = (
         "_adaptive",
         "_batch",
-        "_decode",
         "_fail_closed",
         "_fingerprint",
         "_keep",
         "_norm_holdback",
+        "_norm_opens",
         "_normalizer",
-        "_opens",
         "_pending",
         "_pending_len",
         "_raw_holdback",
+        "_raw_opens",
         "_raw_tail",
         "_raw_tail_start",
         "_scanners",
@@ -89,9 +88,14 @@ class TextScan:
             raise ValueError("batch must be >= 0")
         # A policy's stages are tuples: what depends only on the shields and the role is
         # worked out once per policy rather than once per text.
-        plan = _plan(shields, role) if isinstance(shields, tuple) else _Plan.of(shields, role)
-        # Whole texts only (``scan_whole``): a stream is fed piece by piece and never decoded.
-        self._decode = plan.shields if isinstance(shields, StageShields) and shields.decode else ()
+        # A stage that decodes (``StageShields.decode``) has one more shield, which reads
+        # what the text's encoded runs decode to (``shields.decode_scan``); a list built from
+        # a stage's shields decodes nothing.
+        if isinstance(shields, tuple):
+            decode = isinstance(shields, StageShields) and shields.decode
+            plan = _plan(shields, role, decode, fail_closed)
+        else:
+            plan = _Plan.of(shields, role)
         self._scanners: list[tuple[Shield, Scanner]] = [
             (shield, shield.scanner()) for shield in plan.shields
         ]
@@ -99,7 +103,8 @@ class TextScan:
         self._raw_holdback = holdback if plan.reads_raw else 0
         self._keep = max(holdback, plan.max_match) + 2
         self._adaptive = adaptive
-        self._opens = _opens(self._scanners)
+        # Only the adaptive ``safe_end`` reads them: a whole text's scan skips the lookups.
+        self._raw_opens, self._norm_opens = _opens(self._scanners) if adaptive else _NO_OPENS
         self._fail_closed = fail_closed
         self._normalizer = IdentityNormalizer() if plan.raw_only else StreamNormalizer()
         # With a fingerprint function, the last characters are kept so that a finding's
@@ -120,38 +125,9 @@ class TextScan:
         """False when no shield applies: the text can flow without being scanned."""
         return bool(self._scanners)
 
-    def decoded(self, text: str) -> list[Finding]:
-        """The findings of the same shields in what the encoded runs of ``text`` decode to,
-        each spanning the encoded run(s) it was found in (``shields.decode``); nothing
-        unless the stage decodes. ``text`` is the whole text this scan was fed."""
-        if not self._decode:
-            return []
-        pieces = decoded_pieces(text)
-        if not pieces:
-            return []
-        # One scan over all the pieces joined, not one per piece (a scan has a fixed cost):
-        # a payload split over two runs is then read as one text, as the model reads it.
-        starts: list[int] = []
-        at = 0
-        for piece in pieces:
-            starts.append(at)
-            at += len(piece.text) + 1
-        joined = "\n".join(piece.text for piece in pieces)
-        inner = TextScan(self._decode, fail_closed=self._fail_closed, fingerprint=self._fingerprint)
-        mapped: list[Finding] = []
-        for finding in scan_whole(inner, joined):
-            if finding.label == "shield_error":
-                mapped.append(finding)  # no span to map: the shield failed, not matched
-                continue
-            first = bisect_right(starts, finding.start) - 1
-            last = bisect_right(starts, max(finding.end - 1, finding.start)) - 1
-            covered = pieces[first : last + 1]
-            label = decoded_label(pieces[first].encoding, finding.label)
-            start = min(piece.start for piece in covered)
-            end = max(piece.end for piece in covered)
-            mapped.append(replace(finding, label=label, start=start, end=end))
-        # Several matches in one run (a decoded key block holds many) are one finding there.
-        return list(dict.fromkeys(mapped))
+    def scanners(self) -> list[Scanner]:
+        """The scanners still running (a failed one is dropped), in the stage's order."""
+        return [scanner for _, scanner in self._scanners]
 
     @property
     def lookback(self) -> int:
@@ -184,29 +160,33 @@ class TextScan:
         """The adaptive ``safe_end``: before every scanner's open candidate, and no further
         back than the fixed window (``holdback`` bounds what is held)."""
         normalizer = self._normalizer
-        norm_len, orig_len = normalizer.norm_len, normalizer.orig_len
-        norm_open, raw_open = norm_len, orig_len
-        for open_from, window, raw in self._opens:
-            if raw:
-                at = open_from(orig_len, window)
-                if at < raw_open:
-                    raw_open = at
-            else:
+        orig_len = normalizer.orig_len
+        safe = orig_len
+        for open_from, window in self._raw_opens:
+            at = open_from(orig_len, window)
+            if at < safe:
+                safe = at
+        floor = orig_len - self._raw_holdback
+        if safe < floor:
+            safe = floor
+        norm_opens = self._norm_opens
+        if norm_opens:
+            norm_len = normalizer.norm_len
+            norm_open = norm_len
+            for open_from, window in norm_opens:
                 at = open_from(norm_len, window)
                 if at < norm_open:
                     norm_open = at
-        if raw_open < orig_len - self._raw_holdback:
-            raw_open = orig_len - self._raw_holdback
-        if norm_open < norm_len - self._norm_holdback:
-            norm_open = norm_len - self._norm_holdback
-        safe = raw_open
-        if norm_open < norm_len:
-            # The original character that produced the first held normalized one: characters
-            # the normalizer dropped just before it (a zero-width space) leave, and may, since
-            # no normalized match starts on them.
-            held = normalizer.orig_start(norm_open) if norm_open > 0 else 0
-            if held < safe:
-                safe = held
+            if norm_open < norm_len:
+                floor = norm_len - self._norm_holdback
+                if norm_open < floor:
+                    norm_open = floor
+                # The original character that produced the first held normalized one:
+                # characters the normalizer dropped just before it (a zero-width space) leave,
+                # and may, since no normalized match starts on them.
+                held = normalizer.orig_start(norm_open) if norm_open > 0 else 0
+                if held < safe:
+                    safe = held
         # Never back: what an earlier scan declared safe stays safe (and may have left).
         previous = self.safe_end
         return safe if safe > previous else previous
@@ -316,16 +296,22 @@ class TextScan:
     def _failed(self, shield: Shield, exc: Exception) -> list[Finding]:
         """A scanner raised: it is dropped for the rest of the text, and fails closed."""
         self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
-        self._opens = _opens(self._scanners)
+        if self._adaptive:
+            self._raw_opens, self._norm_opens = _opens(self._scanners)
         return _failure(shield, exc, self._fail_closed)
 
 
-def _opens(
-    scanners: list[tuple[Shield, Scanner]],
-) -> list[tuple[Callable[[int, int], int], int, bool]]:
-    """Each scanner's ``open_from`` with its window and offsets (original or normalized),
-    looked up once: the adaptive ``safe_end`` calls them after every scan."""
-    return [(sc.open_from, shield.max_match, shield.matches_raw) for shield, sc in scanners]
+_Opens = list[tuple[Callable[[int, int], int], int]]
+_NO_OPENS: tuple[_Opens, _Opens] = ([], [])  # never appended to
+
+
+def _opens(scanners: list[tuple[Shield, Scanner]]) -> tuple[_Opens, _Opens]:
+    """Each scanner's ``open_from`` with its window, looked up once (the adaptive
+    ``safe_end`` calls them after every scan): those in original offsets, then those in
+    normalized ones."""
+    raw: _Opens = [(sc.open_from, s.max_match) for s, sc in scanners if s.matches_raw]
+    norm: _Opens = [(sc.open_from, s.max_match) for s, sc in scanners if not s.matches_raw]
+    return raw, norm
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +327,16 @@ class _Plan:
     raw_only: bool
 
     @classmethod
-    def of(cls, shields: Iterable[Shield], role: Role | None) -> _Plan:
+    def of(
+        cls,
+        shields: Iterable[Shield],
+        role: Role | None,
+        decode: bool = False,
+        fail_closed: bool = True,
+    ) -> _Plan:
         applying = tuple(shield for shield in shields if shield.applies_to(role))
+        if decode and any(shield.type_name not in NOT_DECODED for shield in applying):
+            applying += (DecodeShield(applying, fail_closed=fail_closed),)
         reads_norm = any(not shield.matches_raw for shield in applying)
         return cls(
             shields=applying,
@@ -353,7 +347,8 @@ class _Plan:
         )
 
 
-# Keyed by the stage's tuple of shields: a reloaded policy's entries age out of the cache
+# Keyed by the stage's tuple of shields (and whether it decodes: a stage that decodes compares
+# equal to a tuple of the same shields): a reloaded policy's entries age out of the cache
 # (a shield is configured once and never changes, so an entry never goes stale).
 _plan = lru_cache(maxsize=256)(_Plan.of)
 
@@ -436,8 +431,6 @@ def scan_whole(scan: WholeScan, text: str) -> list[Finding]:
         return []
     findings = scan.feed(text)
     findings.extend(scan.finish())
-    if isinstance(scan, TextScan):
-        findings.extend(scan.decoded(text))
     return findings
 
 

@@ -347,6 +347,27 @@ def test_secrets_hold_nothing_that_cannot_begin_a_match(text: str, sizes: list[i
             assert pattern.match(fed, safe, partial=True) is not None, (fed, safe)
 
 
+# A second secrets shield of the same rules: its remembered answers are its own.
+SECRETS_SEARCHED = next(
+    s for s in load_policy("policies/default.yaml").output_shields if s.type_name == "secrets"
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts(), sizes=chunkings)
+def test_secrets_remembered_answers_are_what_a_search_finds(text: str, sizes: list[int]) -> None:
+    """``open_from`` answers a stream from what it remembers of earlier texts (per shield,
+    across streams: hypothesis runs them all through ``SECRETS``); a scanner made to search its
+    buffer every time must hold exactly as much after every feed."""
+    remembered = TextScan((SECRETS,), holdback=DEFAULT.holdback, adaptive=True)
+    searched = TextScan((SECRETS_SEARCHED,), holdback=DEFAULT.holdback, adaptive=True)
+    scanner = searched._scanners[0][1]
+    for piece in chunked(text, sizes):
+        scanner._held = None  # type: ignore[attr-defined]  # nothing remembered: a search
+        assert sorted(map(key, remembered.feed(piece))) == sorted(map(key, searched.feed(piece)))
+        assert remembered.safe_end == searched.safe_end, (text, piece)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts(), sizes=chunkings)
 def test_regex_holds_nothing_that_cannot_begin_a_match(text: str, sizes: list[int]) -> None:
@@ -405,6 +426,24 @@ def test_pii_holds_only_the_word_a_later_at_sign_would_make_an_address(
         assert local is not None
         held = len(norm) - local.start()
         assert len(normalize(fed[scan.safe_end :])[0]) == held, (fed, scan.safe_end)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet="hHtTpPsSwW/\\ x.:\u212a\u0130\u017f", max_size=12))
+def test_links_partial_url_start_is_the_longest_end_that_lowers_to_one(text: str) -> None:
+    """The end of a text that may still begin a URL: the longest of its last five characters
+    that lowers to "h", "htt", "www", "/"..."""
+    from shields.builtin.links import _PARTIAL_AT_END, _PARTIAL_ENDS
+
+    partials = {"h", "ht", "htt", "http", "https", "w", "ww", "www", "/", "\\"}
+    size = min(5, len(text))
+    expected = next(
+        (len(text) - n for n in range(size, 0, -1) if text[-n:].lower() in partials), None
+    )
+    found = _PARTIAL_AT_END.search(text, len(text) - size) if size else None
+    assert (found.start() if found else None) == expected
+    if expected is not None:
+        assert text[-1] in _PARTIAL_ENDS
 
 
 # -- the prefix patterns --------------------------------------------------------------------

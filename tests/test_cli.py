@@ -384,7 +384,7 @@ REJECTED = [
         "holdback-shorter-than-longest-match",
         policy="version: 1\nname: x\nstream: {holdback_chars: 5}\noutput:\n"
         "  - {id: long, type: denylist, phrases: [synthesize sarin]}\n",
-        expect=("{policy}: stream.holdback_chars: 5", "output[0]", "16"),
+        expect=("{policy}: stream.holdback_chars: 5", "output[0]", "17"),  # 16 and 1 of look-ahead
     ),
     Rejected(
         "missing-policy-file",

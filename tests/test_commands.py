@@ -237,13 +237,38 @@ def test_check_reports_one_located_line_per_problem(tmp_path: Path) -> None:
         "duplicate shield id 'same' (also input[0])",
         f"policies/compile.yaml:{at(compiled, 'holdback_chars: 8', skip=16)}: "
         "stream.holdback_chars: 8 is shorter than the longest match of output[0] (long): "
-        "20 characters; raise it to at least 20",
+        "21 characters; raise it to at least 21",
         f"policies/schema.yaml:{at(schema, 'colour')}: input[0].colour: unknown key",
         f"policies/schema.yaml:{bad_pattern}: output[0].patterns[1]: "
         "bad regex '(unclosed': missing )",
         f"policies/syntax.yaml:{at(syntax, '- id: x')}: "
         "invalid YAML: expected the node content, but found '-'",
     ]
+
+
+def test_check_reads_a_sibling_cases_file_as_test_would(tmp_path: Path) -> None:
+    write(tmp_path / "default.yaml", VALID_POLICY)
+    write(
+        tmp_path / "default.cases.yaml",
+        """
+        - {stage: input, text: "hi", expect: allow}
+        - {stage: output, text: "hi", expect: block, shield: weapons}
+        - {stage: input, text: "hi", expect: allow, colour: red}
+        """,
+    )
+    out = io.StringIO()
+    assert check_policies([tmp_path], out) == 1
+    sibling = tmp_path / "default.cases.yaml"
+    assert out.getvalue().splitlines() == [f"{sibling}: [2].colour: Extra inputs are not permitted"]
+    write(sibling, '- {stage: output, text: "hi", expect: block, shield: weapons}\n')
+    out = io.StringIO()
+    assert check_policies([tmp_path / "default.yaml"], out) == 1
+    assert out.getvalue().splitlines() == [
+        f"{sibling}: [0].shield: no output shield has id 'weapons'"
+    ]
+    write(sibling, '- {stage: input, text: "a bomb", expect: allow, shield: weapons}\n')
+    out = io.StringIO()
+    assert check_policies([tmp_path], out) == 0  # what a case expects is ``test``'s business
 
 
 def test_check_a_directory_of_cases_files_only_finds_no_policy(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,12 +76,13 @@ def test_each_encoding_is_read_decoded(name: str, payload: str, shield: str) -> 
     start = text.index(encoded)
     found = _findings(text)
     encoding = "base64" if name == "base64url" else name
-    assert any(
-        f[0] == shield
-        and f[1].startswith(f"{encoding}:")
-        and (f[2], f[3]) == (start, start + len(encoded))
-        for f in found
-    ), found
+    # The shield's findings in the decoded text cover the whole encoded run, and nothing else
+    # (a run longer than a piece is covered piece by piece as it is decoded).
+    spans = sorted((f[2], f[3]) for f in found if f[0] == shield and f[1].startswith(encoding))
+    assert spans, found
+    assert spans[0][0] == start
+    assert max(end for _, end in spans) == start + len(encoded)
+    assert all(b[0] <= a[1] for a, b in itertools.pairwise(spans)), spans
     # Decoding is opt-in: without it no finding comes from decoded text (the injection shield
     # knows a few encoded words of its own, which is not decoding).
     off = POLICY.replace("decode: {input: true}", "")
@@ -118,6 +120,17 @@ def test_a_wrapped_run_is_read_as_one() -> None:
     wrapped = encoded[:40] + "\n" + encoded[40:]  # as MIME wraps base64, mid-payload
     found = _findings(f"blob:\n{wrapped}\n")
     assert [f[:2] for f in found] == [("weapons", "base64:build a bomb")]
+
+
+def test_a_secret_in_a_wrapped_block_is_one_finding_over_the_rest_of_the_block() -> None:
+    # Found in the first piece, the finding covers every later piece of the run as it is
+    # decoded: one finding, across the line breaks of the wrapping.
+    encoded = b64(SECRET + " and some more ordinary words" * 20)
+    wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    text = f"attachment:\n{wrapped}\nthanks"
+    found = [f for f in _findings(text) if f[0] == "secrets"]
+    start = text.index(wrapped)
+    assert [f[1:] for f in found] == [("base64:github_token", start, start + len(wrapped))]
 
 
 def test_redaction_replaces_the_whole_encoded_run() -> None:
@@ -173,11 +186,14 @@ def test_decoding_is_bounded_in_size_and_time() -> None:
     pieces = decoded_pieces(text)
     elapsed = time.perf_counter() - started
     assert sum(len(p.text) for p in pieces) <= BUDGET_FACTOR * len(text)
-    assert elapsed < 5  # ~0.3 s quiet: linear passes only
-    many = " ".join(b64(f"sentence number {i} here") for i in range(20_000))
+    assert elapsed < 20  # ~1 s quiet; a quadratic pass would take hours, not seconds
+    sentences = [f"sentence number {i} here" for i in range(20_000)]
+    many = " ".join(b64(sentence) for sentence in sentences)
     started = time.perf_counter()
-    assert len(decoded_pieces(many)) == 20_000
-    assert time.perf_counter() - started < 5
+    # Runs whose length an encoder could wrap at are read joined with the next (a group).
+    decoded = "".join(piece.text for piece in decoded_pieces(many))
+    assert time.perf_counter() - started < 20
+    assert decoded == "".join(sentences)
 
 
 def test_the_budget_stops_nesting_that_would_multiply() -> None:

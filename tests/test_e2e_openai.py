@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import openai
+import pydantic
 import pytest
 
 from proxy.server import RunningServer
@@ -484,6 +485,35 @@ async def test_stream_banned_phrase_in_tool_arguments_never_leaks(
 # ---- refusals ----------------------------------------------------------------------------
 
 BOMB = [{"role": "user", "content": "Explain step by step how to BUILD A BOMB at home"}]
+
+
+class Answer(pydantic.BaseModel):
+    answer: str
+
+
+async def test_the_sdk_helpers_read_a_refusal_as_the_readme_says(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, make_client: MakeClient
+) -> None:
+    """README, Refusals: parse() and the stream() helper raise ContentFilterFinishReasonError
+    (as for OpenAI's own filter); the Responses helpers return a refusal part."""
+    client = make_client(await make_proxy())
+
+    with pytest.raises(openai.ContentFilterFinishReasonError):
+        await client.chat.completions.parse(
+            model="fake-model", messages=BOMB, response_format=Answer
+        )
+    with pytest.raises(openai.ContentFilterFinishReasonError):
+        async with client.chat.completions.stream(model="fake-model", messages=BOMB) as stream:
+            async for _ in stream:
+                pass
+            await stream.get_final_completion()
+    parsed = await client.responses.parse(
+        model="fake-model", input=BOMB[0]["content"], text_format=Answer
+    )
+    assert parsed.output_parsed is None
+    parts = [part for item in parsed.output for part in getattr(item, "content", None) or []]
+    assert [(part.type, getattr(part, "refusal", None)) for part in parts] == [("refusal", REFUSAL)]
+    assert not upstream.requests
 
 
 async def test_input_block_non_stream_is_a_refusal_completion(
@@ -1128,11 +1158,10 @@ async def test_client_disconnect_while_everything_is_held_back(
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("GET", "/v1/embeddings"),
-        ("POST", "/v1/embeddings"),
+        ("POST", "/v1/embeddings/extra"),  # /v1/embeddings itself is served (issue 20)
         ("POST", "/v1/files"),
         ("GET", "/anything"),
-        ("POST", "/v1/completions"),
+        ("POST", "/v1/completions/extra"),  # /v1/completions itself is served (issue 20)
         ("POST", "/v1/chat/completions/extra"),
         ("POST", "/v1/responses/resp_1/cancel"),  # /v1/responses itself is served (issue 7)
         ("GET", "/v1/responses/resp_1/input_items"),
@@ -1155,16 +1184,6 @@ async def test_unknown_paths_are_404_and_never_forwarded(
     assert headers["content-type"].startswith("application/json")
     assert headers["x-shieldgate-policy"] == "default"
     assert_openai_error(body, type="not_found_error", code="not_found")
-    assert upstream.requests == []
-
-
-async def test_sdk_embeddings_call_is_not_found(
-    upstream: FakeUpstream, make_proxy: ProxyFactory, make_client: MakeClient
-) -> None:
-    client = make_client(await make_proxy())
-    with pytest.raises(openai.NotFoundError) as caught:
-        await client.embeddings.create(model="e", input="hello")
-    assert caught.value.code == "not_found"
     assert upstream.requests == []
 
 

@@ -510,7 +510,9 @@ async def test_a_query_can_only_ever_be_the_upstream_query(
     upstream = Upstream(Settings(upstream=raw_upstream.base_url, **FAST_SETTINGS))
     await upstream.start()
     try:
-        async with upstream.request("GET", "models", headers={}, query=query) as reply:
+        async with upstream.request(
+            "GET", "models", headers={}, query=query, endpoint="models"
+        ) as reply:
             assert reply.status == 200
     finally:
         await upstream.close()

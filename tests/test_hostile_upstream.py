@@ -54,7 +54,7 @@ DONE = b"data: [DONE]\n\n"
 REDACT_POLICY = """
 version: 1
 name: redact
-stream: {holdback_chars: 16}
+stream: {holdback_chars: 17}  # "synthesize sarin" and a character of look-ahead
 output:
   - id: weapons
     type: denylist
@@ -495,7 +495,7 @@ async def test_a_stream_answering_a_non_stream_request_ends_cleanly_at_its_deadl
     assert 0.9 < time.monotonic() - started < 4
     assert b"HTTP/1.1" not in raw
     if piece.startswith(b":"):
-        raw = raw.replace(piece, b"")  # comments are relayed as they are
+        raw = raw.replace(b":\n\n", b"")  # comments are relayed without their text
     error = in_band_error(raw)
     assert error["message"] == "The request took longer than 1 s"
     assert await upstream.wait_for_disconnect(2)
@@ -594,7 +594,7 @@ async def test_lone_surrogates_in_upstream_ids_do_not_break_a_streamed_output_re
 ) -> None:
     first = b'{"id":"x\\ud800","model":"\\udfff","choices":[{"index":0,"delta":{"content":"how to '
     upstream.enqueue(Reply(events=[first + BANNED.encode() + b'"}}]}']))
-    proxy = await make_proxy(REDACT_POLICY.replace("{holdback_chars: 16}", "{holdback_chars: 32}"))
+    proxy = await make_proxy(REDACT_POLICY.replace("{holdback_chars: 17}", "{holdback_chars: 32}"))
 
     status, _, raw = await post(http, proxy, chat_body(stream=True, n=1))
 

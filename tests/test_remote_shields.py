@@ -243,10 +243,10 @@ async def test_on_error_allow_lets_a_failed_check_pass_and_counts_it(
     async with http.get(f"{proxy.url}/metrics") as response:
         text = await response.text()
     assert (
-        'shieldgate_remote_shield_failures_total{kind="bad_answer",policy="judged",shield="guard"}'
-        " 1.0" in text
+        "shieldgate_remote_shield_failures_total"
+        '{endpoint="chat",kind="bad_answer",policy="judged",shield="guard"} 1.0' in text
     )
-    assert 'shieldgate_remote_check_seconds_count{stage="input"} 1.0' in text
+    assert 'shieldgate_remote_check_seconds_count{endpoint="chat",stage="input"} 1.0' in text
 
 
 async def test_a_judge_that_never_answers_blocks_at_the_timeout(

@@ -1183,8 +1183,11 @@ def test_database_urls_are_refused_by_the_settings() -> None:
 
     from proxy.settings import Settings
 
-    with pytest.raises(ValidationError, match="responses_db"):
-        Settings(responses_db="postgresql://db/shieldgate")
+    # Only PostgreSQL's (tests/stores): any other URL would be opened as a file name.
+    with pytest.raises(ValidationError, match="responses_db") as caught:
+        Settings(responses_db="mysql://user:hunter2@db/shieldgate")
+    assert "hunter2" not in str(caught.value.errors()[0]["msg"])
+    assert Settings(responses_db="postgresql://db/shieldgate").responses_db_is_postgres
     # Not the working directory: the user's state directory (tests/__init__.py points it at
     # a temporary one).
     state_home = os.environ["XDG_STATE_HOME"]

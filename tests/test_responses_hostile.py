@@ -19,9 +19,18 @@ import aiohttp
 import openai
 import pytest
 
-from proxy.responses_stream import UPSTREAM_REPORTED, _error_message
+from proxy.refusal import StreamContext
+from proxy.responses_request import parse_responses_request
+from proxy.responses_stream import (
+    UPSTREAM_REPORTED,
+    GuardedResponseStream,
+    ResponseTranslator,
+    no_tail,
+)
 from proxy.server import RunningServer
 from proxy.sse import encode_data
+from proxy.stream_guard import StreamGuard
+from shields.policy import parse_policy
 from tests.conftest import ProxyFactory
 from tests.fake_upstream import FakeUpstream, Reply, chunk, error_body, json_bytes, usage_chunk
 
@@ -117,13 +126,24 @@ async def test_upstream_in_band_error_text_never_reaches_the_client(
     assert SECRET not in str(caught.value) and SECRET not in json.dumps(caught.value.body)
 
 
-def test_the_failure_message_is_the_guards_own_error_event() -> None:
-    # What a guard releases before its own error event is upstream data; an upstream event
-    # there carrying an `error` must not be taken for the guard's message.
-    upstream_event = encode_data(json_bytes({"error": {"message": SECRET}, "choices": []}))
-    guard_tail = encode_data(json_bytes(error_body(UPSTREAM_REPORTED))) + b"data: [DONE]\n\n"
-    assert _error_message(upstream_event + guard_tail) == UPSTREAM_REPORTED
-    assert _error_message(upstream_event + encode_data(b'{"error": 5}')) != SECRET
+def test_the_failure_message_is_the_guards_own_typed_end() -> None:
+    # What a guard releases before it fails is upstream data; an upstream event there
+    # carrying an `error` must not become the response's message. The guard says how the
+    # stream ended as a typed value, so nothing is parsed back out of bytes.
+    policy = parse_policy("name: p\noutput:\n  - {id: d, type: denylist, phrases: [zz]}\n")
+    guard = StreamGuard(
+        policy, StreamContext(model="m", n=1, include_usage=True), render_end=no_tail
+    )
+    echo = parse_responses_request(b'{"model": "m", "input": "x"}').echo
+    translator = ResponseTranslator(response_id="resp_1", model="m", echo=echo)
+    stream = GuardedResponseStream(guard, translator, policy.spec.refusal)
+    passed = encode_data(json_bytes({"choices": [{"index": 0, "delta": {"content": "ok"}}]}))
+    upstream_error = encode_data(json_bytes({"error": {"message": SECRET}, "choices": []}))
+    events = stream.feed(passed + upstream_error)
+    assert guard.ending is not None and guard.ending.message == UPSTREAM_REPORTED
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["error"]["message"] == UPSTREAM_REPORTED
+    assert SECRET not in json.dumps(events)
 
 
 # ---- B: upstream error bodies are read whole and checked as on chat completions -------------

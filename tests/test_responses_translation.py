@@ -152,6 +152,20 @@ def test_allowed_streams_arrive_whole(
     assert final["usage"]["total_tokens"] == 12
 
 
+def test_a_fast_upstream_takes_the_bulk_path_and_arrives_whole() -> None:
+    # Hundreds of look-alike deltas in one read are framed in runs (``proxy/sse_runs.py``) by
+    # ``StreamGuard.feed_read``, as on /v1/chat/completions; a run released whole or in parts
+    # must translate into the same text, event by event.
+    words = [f"w{i % 10} " for i in range(600)]
+    body = sse(*deltas("".join(words), "content", [3]), chunk({}, finish_reason="stop"))
+
+    events, stream = translate(body)
+
+    assert stream.guard.template is not None  # runs were possible: the shape was learned
+    assert delta_text(events, "content") == "".join(words)
+    assert events[-1]["type"] == "response.completed"
+
+
 def test_items_interleave_and_close_in_order() -> None:
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f"}}
     body = sse(
@@ -266,7 +280,8 @@ def test_function_calls_after_an_assistant_message_join_it() -> None:
 def test_unsupported_things_name_themselves() -> None:
     cases = {
         b'{"model": "m", "input": "x", "tools": [{"type": "file_search"}]}': "tools[0].type",
-        b'{"model": "m", "input": "x", "tools": [{"type": "mcp"}]}': "tools[0].type",
+        b'{"model": "m", "input": "x", "tools": [{"type": "mcp", "server_label": "g",'
+        b' "connector_id": "connector_gmail"}]}': "tools[0].connector_id",
         b'{"model": "m", "input": [{"type": "item_reference", "id": "x"}]}': "input[0].type",
         b'{"model": "m", "input": "x", "prompt": {"id": "p"}}': "prompt",
         b'{"model": "m", "input": "x", "tool_choice": {"type": "web_search_preview"}}': (

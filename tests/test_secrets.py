@@ -23,6 +23,7 @@ from proxy.chat_request import check_input, parse_chat_request
 from proxy.reply_check import check_reply
 from proxy.stream_guard import GuardState
 from shields.base import Finding, Verdict, verdict_of
+from shields.builtin.regex import prefix_pattern
 from shields.builtin.secrets import RULES, SecretsShield, SecretsSpec, shannon_entropy
 from shields.policy import PolicyError, parse_policy
 from shields.scan import TextScan, check_text, merge_redactions, redact
@@ -125,6 +126,18 @@ FAKES: dict[str, Fake] = {
             b64url({"alg": "RS256", "typ": "JWT", "kid": rand(r, 8)})
             + "."
             + b64url({"sub": rand(r, 10, string.digits), "name": "Jane Doe", "iat": 1716239022})
+            + "."
+            + rand(r, 43, B64URL)
+        )
+    ),
+    # A GitHub token of the dated format that wraps a JWT (made up: the header decodes to JSON
+    # with an "alg", as the rule checks).
+    "github_jwt_token": _whole(
+        lambda r: (
+            "ghs_20260523_"
+            + b64url({"alg": "RS256", "typ": "JWT"})
+            + "."
+            + b64url({"iat": 1792521450, "iss": rand(r, 6, string.digits)})
             + "."
             + rand(r, 43, B64URL)
         )
@@ -233,6 +246,77 @@ FAKES: dict[str, Fake] = {
         lambda r: "ops_" + b64(r, {"signInAddress": "my.1password.com", "email": "ci"})
     ),
     "age_secret_key": _whole(lambda r: "AGE-SECRET-KEY-1" + rand(r, 58, BECH32)),
+    "deepseek_api_key": lambda r: _deepseek(r),
+    # Nothing marks the end of a key without PEM lines but the end of its last line.
+    "private_key_base64": lambda r: (lambda key: (key + "\n", key))(der_key(r)),
+    "cloudflare_token": _whole(lambda r: "cfut_" + rand(r, 40, mixed=True)),
+    "aws_mws_key": _whole(
+        lambda r: "amzn.mws." + "-".join(rand(r, n, LOWER36) for n in (8, 4, 4, 4, 12))
+    ),
+    "aws_bedrock_api_key": _whole(lambda r: "ABSK" + rand(r, 132, B64, mixed=True)),
+    "azure_ad_client_secret": lambda r: _azure_ad(r),
+    "flyio_token": _whole(lambda r: "FlyV1 fm2_" + rand(r, 180, B64 + "_-", mixed=True)),
+    "vercel_token": _whole(lambda r: "vcp_" + rand(r, 56, mixed=True)),
+    "akamai_client_token": _whole(
+        lambda r: f"akab-{rand(r, 16, LOWER36, mixed=True).lower()}-{rand(r, 16, LOWER36)}"
+    ),
+    "defined_networking_key": _whole(lambda r: f"dnkey-{rand(r, 26, B32)}-{rand(r, 52, B32)}"),
+    "nats_nkey_seed": _whole(lambda r: "SU" + rand(r, 56, B32)),
+    "dropbox_token": _whole(lambda r: "sl.u." + rand(r, 140, B64URL, mixed=True)),
+    "sourcegraph_token": _whole(lambda r: "sgp_" + rand(r, 16, HEX) + "_" + rand(r, 40, HEX)),
+    "bitbucket_access_token": _whole(lambda r: "BBDC-MTQ3" + rand(r, 40, B64URL, mixed=True)),
+    "package_registry_token": _whole(lambda r: "oy2" + rand(r, 43, LOWER36, mixed=True).lower()),
+    "docker_swarm_secret": _whole(
+        lambda r: f"SWMTKN-1-{rand(r, 50, LOWER36)}-{rand(r, 25, LOWER36)}"
+    ),
+    "new_relic_license_key": _whole(lambda r: "eu01xx" + rand(r, 30, HEX) + "NRAL"),
+    "facebook_app_token": lambda r: _facebook_app(r),
+    "facebook_access_token": _whole(lambda r: "EAAG" + rand(r, 180, mixed=True)),
+    "instagram_token": _whole(lambda r: "IGQVJ" + rand(r, 150, B64URL, mixed=True)),
+    "x_bearer_token": _whole(
+        lambda r: "A" * 21 + rand(r, 4, mixed=True) + "A" * 7 + rand(r, 80, ALNUM + "%")
+    ),
+    "mailchimp_api_key": _whole(lambda r: rand(r, 32, HEX) + "-us14"),
+    "intra42_secret": _whole(lambda r: "s-s4t2ud-" + rand(r, 64, HEX)),
+    "wundergraph_api_key": _whole(lambda r: "cosmo_" + rand(r, 32, HEX)),
+    "onepassword_secret_key": _whole(
+        lambda r: "-".join(["A3", *(rand(r, n, B32U36) for n in (6, 11, 5, 5, 5))])
+    ),
+    "jwk_private_key": _assigned(
+        '{{"kty": "oct", "k": "{}"}}', lambda r: rand(r, 43, B64URL, mixed=True)
+    ),
+    "cli_user_password": _assigned(
+        "curl -u deploy:{} https://api.example.com/v1", lambda r: rand(r, 14, mixed=True)
+    ),
+    "auth_pair_password": _assigned(
+        "requests.get(url, auth=('deploy', '{}'))", lambda r: rand(r, 14, mixed=True)
+    ),
+    "connect_call_password": _assigned(
+        '$link = mysqli_connect("db.internal", "app", "{}", "shop");',
+        lambda r: rand(r, 12, mixed=True),
+    ),
+    "oracle_connect_password": _assigned(
+        "sqlplus scott/{}@//db.internal:1521/orcl", lambda r: rand(r, 12, mixed=True)
+    ),
+    "pgpass_password": _assigned(
+        "db.internal:5432:shop:app:{}\n", lambda r: rand(r, 12, mixed=True)
+    ),
+    "cli_password_option": _assigned(
+        "mysqldump -u backup -p{} --all-databases", lambda r: rand(r, 12, mixed=True)
+    ),
+    "urlencoded_credential": _assigned(
+        "next=%2Fcallback%3Faccess_token%3D{}%26state%3D1", lambda r: rand(r, 32, mixed=True)
+    ),
+    "encoded_json_credentials": _whole(
+        lambda r: base64.b64encode(
+            json.dumps({"type": "oauth", "client_secret": rand(r, 32, mixed=True)}).encode()
+        ).decode()
+    ),
+    "jira_confluence_pat": _whole(
+        lambda r: base64.b64encode(
+            rand(r, 12, string.digits).encode() + b":" + r.randbytes(20)
+        ).decode()
+    ),
 }
 
 HEX = "0123456789abcdef"
@@ -258,6 +342,34 @@ def _discord_webhook(rng: random.Random) -> tuple[str, str]:
     token = rand(rng, 68, B64URL, mixed=True)
     url = f"https://discord.com/api/webhooks/{rand(rng, 18, '123456789')}/{token}"
     return url, token
+
+
+def _deepseek(rng: random.Random) -> tuple[str, str]:
+    """``sk-`` and 32 hex digits: the digits are the secret (the prefix is no secret)."""
+    secret = rand(rng, 31, HEX) + "7"
+    return "sk-" + secret, secret
+
+
+def _azure_ad(rng: random.Random) -> tuple[str, str]:
+    """``<3>8Q~<34>``: reported from the version digit on."""
+    secret = "8Q~" + rand(rng, 34, ALNUM + "_~.-", mixed=True)
+    return rand(rng, 3, mixed=True) + secret, secret
+
+
+def _facebook_app(rng: random.Random) -> tuple[str, str]:
+    """``<app id>|<app secret>``: the secret after the bar is what is reported."""
+    secret = rand(rng, 27, B64URL, mixed=True)
+    return f"{rand(rng, 15, '123456789')}|{secret}", secret
+
+
+# The DER of an RSA private key (PKCS#1): SEQUENCE, two length bytes, INTEGER 0, INTEGER ...
+DER_RSA = bytes.fromhex("308204a40201000282010100")
+
+
+def der_key(rng: random.Random, width: int = 64) -> str:
+    """A private key's DER in base64, in lines, without its PEM lines."""
+    body = base64.b64encode(DER_RSA + rng.randbytes(600)).decode()
+    return "\n".join(body[i : i + width] for i in range(0, len(body), width))
 
 
 def putty(rng: random.Random, lines: int) -> tuple[str, str]:
@@ -340,7 +452,7 @@ NEAR = random.Random(99)
         "AKIA" + rand(NEAR, 15, B32),  # one character short
         "AKIA" + rand(NEAR, 17, B32),  # one too many: some other identifier
         "xAKIA" + rand(NEAR, 16, B32),  # inside a word
-        "AKIA" + rand(NEAR, 15, B32) + "1",  # 1 is not base32
+        "AKIA" + rand(NEAR, 15, B32) + "a",  # lower case: no key id
         "AKIAIOSFODNN7EXAMPLE",  # the AWS documentation's example key
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "AIDA" + rand(NEAR, 16, B32),  # a user id: a public identifier, not a credential
@@ -437,13 +549,13 @@ def test_hex_values_have_their_own_entropy_threshold() -> None:
 
 
 def test_min_entropy_and_min_length_tune_the_generic_rule() -> None:
-    value = "Tr0ub4dor%3x"
-    assert found(f"secret={value}") == []  # 12 characters, 3.25 bits each
+    value = "Tr0ub4dor%3xTr0u"
+    assert found(f"secret={value}") == []  # 16 characters, 3.33 bits each
     assert found(f"secret={value}", shield(min_entropy=3.0)) == [("generic_secret", value)]
-    assert found(f"secret={value}", shield(min_entropy=3.0, min_length=13)) == []
+    assert found(f"secret={value}", shield(min_entropy=3.0, min_length=17)) == []
     # A password is typed, not generated: no entropy threshold, only a length.
     assert found(f"password={value}") == [("config_password", value)]
-    assert found(f"password={value}", shield(min_password_length=13)) == []
+    assert found(f"password={value}", shield(min_password_length=17)) == []
 
 
 def test_a_pem_block_is_redacted_whole_through_its_end_line() -> None:
@@ -904,7 +1016,7 @@ def test_a_django_secret_key_with_symbols_is_one_value() -> None:
         "passport: X1234567",
         "passenger: Jane",
         "compass = n0rth3ast",
-        "the password is hunter2",  # prose: a password shown, not configured
+        "the password is incorrect",  # prose: a word, not a password
         "Choose a password, a token, and a key.",
         "if password == 'hunter2': print('weak')",
         "token: true",
@@ -1153,3 +1265,587 @@ def test_a_generated_value_with_long_runs_is_not_taken_for_a_name(value: str) ->
 )
 def test_names_in_code_are_still_not_secrets(name: str) -> None:
     assert check_text([DEFAULT], f"client_secret = {name}") == []
+
+
+# -- private keys in wrappers (issue 17) -----------------------------------------------------------
+
+WRAP = random.Random("wrapped keys")
+KEY_LINES = [rand(WRAP, 64, B64) for _ in range(5)] + [rand(WRAP, 22, B64) + "=="]
+
+
+def _wrapped(lead: str, trail: str, begin: str = "-----BEGIN RSA PRIVATE KEY-----") -> str:
+    lines = [begin, *KEY_LINES, "-----END RSA PRIVATE KEY-----"]
+    return "\n".join(f"{lead}{line}{trail}" for line in lines)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Java: a string per line, joined with "+" at the start of the next line.
+        'KEY = "'
+        + '\\n"\n    + "'.join(["-----BEGIN RSA PRIVATE KEY-----", *KEY_LINES])
+        + '\\n"\n    + "-----END RSA PRIVATE KEY-----\\n";',
+        # JavaScript: "+" at the end of each line.
+        "const key = '"
+        + "\\n' +\n  '".join(["-----BEGIN RSA PRIVATE KEY-----", *KEY_LINES])
+        + "\\n' +\n  '-----END RSA PRIVATE KEY-----';",
+        # Python's implicit concatenation of a string escaped twice.
+        'k = ("\\"'
+        + '\\\\n"\n     "'.join(["-----BEGIN RSA PRIVATE KEY-----", *KEY_LINES])
+        + '\\\\n"\n     "-----END RSA PRIVATE KEY-----\\"")',
+        # JSON on one line.
+        '{"key": "'
+        + "\\n".join(["-----BEGIN RSA PRIVATE KEY-----", *KEY_LINES])
+        + '\\n-----END RSA PRIVATE KEY-----\\n"}',
+        # A log prefix, a build step's prefix, comments on every line.
+        _wrapped("2026-04-26 12:36:01 ", ""),
+        _wrapped("#6 0.245 ", ""),
+        _wrapped("// ", ""),
+        _wrapped("  *  ", ""),
+        # Quoted line by line in a shell script, and a trailing blank.
+        _wrapped('echo "', '" >> id_rsa'),
+    ],
+    ids=[
+        "java",
+        "js",
+        "python-escaped-twice",
+        "json",
+        "log",
+        "docker-log",
+        "comment",
+        "javadoc",
+        "shell",
+    ],
+)
+def test_a_pem_key_in_a_wrapper_is_redacted_line_by_line(text: str) -> None:
+    out = redacted(text)
+    assert "BEGIN RSA PRIVATE KEY" not in out
+    for line in KEY_LINES:
+        assert line[:16] not in out and line[-16:] not in out, (line, out)
+
+
+def test_a_pem_key_without_its_end_line_stops_before_the_prose_after_it() -> None:
+    text = _wrapped("2026-04-26 12:36:01 ", "").rsplit("\n", 1)[0]  # no END line
+    text += "\n2026-04-26 12:36:02 Done, see https://example.com/docs/keys for more."
+    out = redacted(text)
+    assert all(line[:16] not in out for line in KEY_LINES)
+    assert out.endswith("12:36:02 Done, see https://example.com/docs/keys for more.")
+
+
+def test_a_placeholder_after_a_begin_line_is_not_a_key() -> None:
+    for body in ["x" * 64, "A" * 64, "your-private-key-goes-here-" * 2]:
+        assert found(f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----") == []
+
+
+def test_a_key_without_pem_lines_is_redacted_whole() -> None:
+    key = der_key(random.Random("der"), width=76)
+    text = f"<data>\n        {key.replace(chr(10), chr(10) + '        ')}\n    </data>"
+    assert redacted(text) == "<data>\n        [SECRET]\n    </data>"
+    # The base64 of a whole PEM block, as in a Kubernetes secret.
+    block = pem(random.Random("k8s"), lines=10)
+    encoded = base64.b64encode(block.encode()).decode()
+    assert redacted(f"data:\n  tls.key: {encoded}\n") == "data:\n  tls.key: [SECRET]\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A public key and a certificate: a SEQUENCE in a SEQUENCE, not a version number.
+        "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + rand(random.Random(60), 64, B64),
+        "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ" + rand(NEAR, 40, B64),
+        # The base64 of a certificate's PEM block.
+        base64.b64encode(
+            ("-----BEGIN CERTIFICATE-----\n" + rand(random.Random(61), 64, B64)).encode()
+        ).decode(),
+        # The DER's fixed start, then no key material.
+        "MIIEpAIBAAKCAQEA" + "A" * 60,
+    ],
+)
+def test_public_keys_and_certificates_in_base64_are_not_private_keys(text: str) -> None:
+    assert found(text) == []
+
+
+# -- configuration syntaxes and what is not a credential (issue 17) ----------------------------
+
+CFG = rand(random.Random("cfg"), 24, ALNUM, mixed=True)
+
+
+@pytest.mark.parametrize(
+    ("template", "label"),
+    [
+        ('API_TOKEN ?= "{}"', "generic_secret"),  # Makefile
+        ('API_TOKEN ::= "{}"', "generic_secret"),
+        ('$apiToken .= "{}";', "generic_secret"),  # PHP
+        ("<ClickHouseToken>\n    {}\n</ClickHouseToken>", "generic_secret"),
+        ("ANY_KEY={}", "generic_secret"),
+        ('service_api = "{}"', "generic_secret"),
+        ("auth: {}", "generic_secret"),
+        ("MYSQLPASS: {}", "config_password"),
+        ('if (password !== "{}") {{', "config_password"),  # a hard-coded comparison
+        ("curl --user 'ci:{}' https://api.example.com", "cli_user_password"),
+        ('curl -s -u "deploy:{}" https://api.example.com', "cli_user_password"),
+        ('token: "s.{}"', "generic_secret"),  # a Vault token is dotted, not a name
+    ],
+)
+def test_more_config_syntaxes_redact_the_value_alone(template: str, label: str) -> None:
+    value = ("s." + CFG) if template.startswith("token") else CFG
+    text = template.format(CFG)
+    assert found(text) == [(label, value)], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'LLM_SECRET_NAME = "{CFG}"',  # the key names the secret, it is not the secret
+        f"credentialsId: '{CFG}'",
+        f"token_url: {CFG}",
+        f"api_key_file = {CFG}",
+        "access_token_url='https://github.com/login/oauth/access_token'",
+        'LLM_SECRET = "NEXUS-GPT4-API-KEY"',  # a kebab-case name
+        "[DEBUG] org.slf4j.slf4j-api:jar:1.7.8.:compile",  # Maven coordinates
+        "COMMUNICATION_API_VERSION=rc0.13.0_20230412_0712-SNAPSHOT",
+        "event-bus-api: rc0.15.0_20231217_1420-SNAPSHOT",
+        "db_password: 192.168.10.12",  # an address
+        "curl http://127.0.0.1:5000/file --user user:pass --digest",
+        "docker run -u 1000:1000 alpine",
+        "git push -u origin main",
+        f'publicToken = "{CFG}"',  # public by its name
+        f"PUBLIC_KEY={CFG}",
+        f'<input type="hidden" name="authenticity_token" value="{CFG}">',  # CSRF
+        f"csrf-token={CFG}",
+        "The key to success is practice, and the key point is focus.",
+        "Which API, which key, which auth flow: that is the question.",
+        "if password == 'hunter2': print('weak')",  # an example, not a set password
+        "Authorization: Basic eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",  # base64 of JSON
+    ],
+)
+def test_names_versions_addresses_and_shared_values_are_not_credentials(text: str) -> None:
+    assert found(text) == []
+
+
+def test_a_veto_still_lets_a_vendor_token_through() -> None:
+    _, token = FAKES["github_token"](random.Random("veto"))
+    assert found(f"PUBLIC_KEY={token}") == [("github_token", token)]
+    assert found(f"csrf_token: x, api_token: {CFG}") == [("generic_secret", CFG)]
+
+
+NEW_NEAR = random.Random("new vendor near")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere",  # words, not a generated part
+        "xoxe.xoxp-1-RANDOMSTRINGHERE",
+        "xoxp-572370529330-573807301142-572331691188-####################",
+        "bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29x",  # not the fixed start
+        "ABSK" + rand(NEW_NEAR, 40, B64),  # too short for a long-term key
+        "4Q~ is not a secret, nor is 8Q~short",
+        rand(NEW_NEAR, 32, HEX) + "-uk1",  # not a Mailchimp data center
+        "SU" + rand(NEW_NEAR, 56, B32).lower(),  # nkey seeds are upper case
+        "sk-" + rand(NEW_NEAR, 32, HEX) + "x",  # longer than DeepSeek's key
+        "cosmo_" + rand(NEW_NEAR, 31, HEX),
+        "A" * 21 + "B" * 60,
+    ],
+)
+def test_new_vendor_look_alikes_and_placeholders_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+def test_the_private_members_of_a_json_web_key_are_redacted() -> None:
+    rng = random.Random("jwk")
+    d = base64.urlsafe_b64encode(rng.randbytes(32)).decode().rstrip("=")
+    xy = base64.urlsafe_b64encode(rng.randbytes(32)).decode().rstrip("=")
+    ec = json.dumps({"kty": "EC", "crv": "P-256", "x": xy, "y": xy[::-1], "d": d})
+    assert found(ec) == [("jwk_private_key", d)]
+    # An RSA key's members are long: each is redacted whole, in pieces.
+    n = base64.urlsafe_b64encode(rng.randbytes(256)).decode().rstrip("=")
+    rsa = json.dumps({"kty": "RSA", "n": n, "e": "AQAB", "d": n[::-1], "p": n[:171]})
+    assert redacted(rsa).count("[SECRET]") == 2 and n[::-1][:40] not in redacted(rsa)
+    # The public members and other one-letter keys are not key material.
+    assert found(json.dumps({"kty": "EC", "x": xy, "y": xy})) == []
+    assert found('{"q": "how to cook pasta", "p": "first paragraph of the text"}') == []
+
+
+def test_an_authorization_header_without_a_scheme_is_a_token_key() -> None:
+    value = "5eb4223e-5008-46e5-be67-c7b8f2732305"
+    assert found(f"curl --header 'Authorization: {value}'") == [("generic_secret", value)]
+    # With a scheme, the scheme's own rule takes the credential after it.
+    assert found(f"Authorization: Bearer {CFG}") == [("generic_secret", CFG)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort angeben?",  # prose: a question after the key word
+        "apa password anda|apa password kamu",  # alternatives in a pattern
+        "PyPI API token (pypi-AgEIcHlwaS5vcmc...)",  # a parenthesis opened after a key word
+        "Pass stdout=PIPE and stderr=PIPE to capture them.",  # an argument
+        "If the archive is large, pass force_zip64 to the writer.",
+        "Do not pass client-supplied state to the runner.",
+        "max_tokens=20).configurable_fields(temperature=0.5)",  # a call chain in code
+        'prompt_cache_key="tenant:acme:support-v1"',  # a name of words
+        'CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo"',
+        "account_key: AuthAzureSandboxesSandboxAzureMountAccountKeyAuthConfigAccountKeyValue",
+        'publicKeyToken="1fc8b3b9a1e18e3b"',  # a .NET assembly's public key token
+    ],
+)
+def test_prose_and_code_after_a_key_word_are_not_credentials(text: str) -> None:
+    assert found(text) == []
+
+
+# -- more ways to write a configuration credential (issue 17, second round) ------------------------
+
+KIND = random.Random("kinds")
+KPW = rand(KIND, 11, ALNUM + "!%*", mixed=True)  # a password someone set
+KTOK = rand(KIND, 32, mixed=True)  # a generated token
+SEED = rand(KIND, 16, B32)  # a TOTP seed: base32, 16 characters
+B64PW = base64.b64encode(KPW.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("template", "label", "value"),
+    [
+        # A literal fallback after an environment lookup.
+        ('DB_PASSWORD = os.environ.get("DB_PASSWORD") or "{pw}"', "config_password", KPW),
+        ("const secret = process.env.JWT_SECRET || '{tok}';", "generic_secret", KTOK),
+        ("$pass = getenv('SMTP_PASSWORD') ?: '{pw}';", "config_password", KPW),
+        ('var token = config["API_TOKEN"] ?? "{tok}";', "generic_secret", KTOK),
+        # A setter or a builder called with a literal.
+        ('ds.setPassword("{pw}");', "config_password", KPW),
+        ("client = Client.builder().apiKey('{tok}').build()", "generic_secret", KTOK),
+        # A string literal with a language's prefix, or quoted as markup quotes it.
+        ("user_password = b'{pw}'", "config_password", KPW),
+        ("pwd = u'{pw}'", "config_password", KPW),
+        ('string connPassword = @"{pw}";', "config_password", KPW),
+        ('<a href="/cb?token=&quot;{tok}&quot;">', "generic_secret", KTOK),
+        ("<p>Password: &#39;{pw}&#39;</p>", "config_password", KPW),
+        # Options between the command and its password.
+        ("ConvertTo-SecureString -AsPlainText -Force '{pw}'", "config_password", KPW),
+        ("sshpass -p '{pw}' ssh deploy@build.internal", "config_password", KPW),
+        # A password told in a sentence or a note.
+        ("FYI the wifi password is {pw} until Monday", "config_password", KPW),
+        ("root password for db-01: {pw}", "config_password", KPW),
+        ("Password of admin = {pw}", "config_password", KPW),
+        ('"#define\\tPASSWORD\\t\\"{pw}\\""', "config_password", KPW),  # code in a string
+        # Azure's shared access signature: the signature makes the URL a credential.
+        (
+            "https://acct.blob.core.windows.net/c?sv=2022-11-02&sp=r&sig={tok}",
+            "generic_secret",
+            KTOK,
+        ),
+        # An XML element with an attribute.
+        ('<Pass encoding="base64">{b64pw}</Pass>', "config_password", B64PW),
+        ('<password xsi:type="xs:string">{pw}</password>', "config_password", KPW),
+        # The last word of a camelCase name.
+        ('"appKey": "{tok}"', "generic_secret", KTOK),
+        ('private static final String hmacKey = "{tok}";', "generic_secret", KTOK),
+        ("adminPass: {pw}", "config_password", KPW),
+        # Typos of "password" in keys, and the word in other languages.
+        ('if passwrod == "{pw}":', "config_password", KPW),
+        ("db.passowrd={pw}", "config_password", KPW),
+        ("senha: {pw}", "config_password", KPW),
+        ("wachtwoord={pw}", "config_password", KPW),
+        ('"mot_de_passe": "{pw}"', "config_password", KPW),
+        ("admin_passcode = '{pw}'", "config_password", KPW),
+        # Salts and keys of a framework, short key names in a define().
+        ("define( 'NONCE_KEY', '{tok}' );", "generic_secret", KTOK),
+        ("define('SECURE_AUTH_SALT', '{tok}');", "generic_secret", KTOK),
+        ("SECURITY_PASSWORD_SALT = '{tok}'", "config_password", KTOK),
+        ("salt: {tok}", "generic_secret", KTOK),
+        ('$salt_value = "{tok}";', "generic_secret", KTOK),
+        ("KEY2={tok}", "generic_secret", KTOK),  # numbered
+        # Session cookies: the session id is the credential.
+        ("Cookie: sessionid={tok}; theme=dark", "generic_secret", KTOK),
+        ("Set-Cookie: _shop_session={tok}; path=/; HttpOnly", "generic_secret", KTOK),
+        ("JSESSIONID={tok}", "generic_secret", KTOK),
+        # A personal access token, credentials, one-time password seeds (base32).
+        ("GITHUB_PAT: {tok}", "generic_secret", KTOK),
+        ('creds = "{tok}"', "generic_secret", KTOK),
+        ("totp_secret: {seed}", "generic_secret", SEED),
+        ("MFA_SEED={seed}", "generic_secret", SEED),
+    ],
+)
+def test_more_ways_to_write_a_credential_redact_the_value_alone(
+    template: str, label: str, value: str
+) -> None:
+    text = template.format(pw=KPW, tok=KTOK, seed=SEED, b64pw=B64PW)
+    assert found(text) == [(label, value)], text
+    assert value not in redacted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'pw = getpass("Password: ")',  # a prompt
+        "password = os.environ.get('DB_PASSWORD') or default_password",  # a name, unquoted
+        "token = cache.get(key) || fetchToken()",
+        "Use a password or token to sign in.",  # prose
+        "ds.setPassword(password);",  # a variable
+        'ds.setPassword("");',
+        'keyring.get_password("system", "username")',  # a word
+        "client.secret(secretName)",
+        f'secret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/{CFG}"',
+        "token: vault:secret/data/ci#token",  # a reference
+        "session = requests.Session()",  # code
+        "session_id: 42",
+        'session: "sess_user_profile"',  # a name
+        "Session: ended at 10:42",
+        "Add salt and pepper; the salt: 2 teaspoons.",
+        "salted caramel, salt water: 3 cups",
+        "pat: Pat Smith",
+        "pat = False",
+        "ConvertTo-SecureString -AsPlainText -Force $plain",
+        "sshpass -p $SSH_PASS ssh deploy@host",
+        'define("LOGGED_IN_KEY", "put your unique phrase here");',  # WordPress's template
+        "senha: sua_senha_aqui",  # a snake_case name
+        "The password is case-sensitive and the password is required.",
+        "Your password is at least 12 characters long.",
+        "Your password is: ********",
+        "A password of 8 characters: at least one digit.",
+        "password for the account: see the vault",
+        "The signature is valid; sig: verified.",
+        "MFA_SEED=JBSWY3DPEHPK3PXP-EXAMPLE",
+        "monkey: " + KTOK,  # "key" inside a word
+        "keyMap: {a: 1}",
+        "primaryKey: id",
+        "partitionKey: /tenantId",
+        "|| pIdxKey->default_rc==0",  # code: a member and a comparison
+        '<input name="password" type="password" value="">',  # a form's empty field
+        "if (pwd != null && pwd.equals(expected)) {",
+    ],
+)
+def test_fallbacks_calls_references_and_session_code_are_not_credentials(text: str) -> None:
+    assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    ("template", "label", "value"),
+    [
+        # A (user, password) pair of literals in code.
+        (
+            "s = smtplib.SMTP_SSL(host); s.login('alerts@example.com', '{pw}')",
+            "auth_pair_password",
+            KPW,
+        ),
+        ('auth = HTTPBasicAuth("ci", "{pw}")', "auth_pair_password", KPW),
+        ('"credentials": ["svc-backup", "{pw}"]', "auth_pair_password", KPW),
+        # The .NET and Java credential objects, a database connect call's third literal.
+        ('var cred = new NetworkCredential("svc", "{pw}");', "auth_pair_password", KPW),
+        ('new PasswordAuthentication("svc", "{pw}".toCharArray())', "auth_pair_password", KPW),
+        ("$db = new PDO($dsn, 'app', '{pw}');", "connect_call_password", KPW),
+        (
+            'conn = pymysql.connect("db.internal", "app", "{pw}", "shop")',
+            "connect_call_password",
+            KPW,
+        ),
+        # Oracle connect strings.
+        ("jdbc:oracle:thin:app_user/{pw}@db.internal:1521:ORCL", "oracle_connect_password", KPW),
+        ("SQL> CONNECT system/{pw}@xe", "oracle_connect_password", KPW),
+        # A password against its option, or after the user of `net user`.
+        ("mysql -h db -u root -p{pw} shop < dump.sql", "cli_password_option", KPW),
+        ("net user svc_backup {pw} /add /y", "cli_password_option", KPW),
+        # A URL-encoded query string inside another URL.
+        (
+            "redirect=https%3A%2F%2Fapp%2Fcb%3Fapi_key%3D{tok}%26v%3D2",
+            "urlencoded_credential",
+            KTOK,
+        ),
+        ("return_to=%2Flogin%3Fuser%3Dann%26password%3D{pw}", "urlencoded_credential", KPW),
+        # Framework password hashes.
+        (
+            "$argon2id$v=19$m=65536,t=3,p=4$" + rand(KIND, 22, B64) + "$" + rand(KIND, 43, B64),
+            "password_hash",
+            None,
+        ),
+        (
+            "pbkdf2_sha256$600000$" + rand(KIND, 22) + "$" + rand(KIND, 43, B64) + "=",
+            "password_hash",
+            None,
+        ),
+        (
+            "$pbkdf2-sha256$29000$"
+            + rand(KIND, 22, ALNUM + "./")
+            + "$"
+            + rand(KIND, 43, ALNUM + "./"),
+            "password_hash",
+            None,
+        ),
+        (
+            "$scrypt$ln=16,r=8,p=1$" + rand(KIND, 22, B64) + "$" + rand(KIND, 43, B64),
+            "password_hash",
+            None,
+        ),
+    ],
+)
+def test_credential_shapes_of_code_commands_and_hashes(
+    template: str, label: str, value: str | None
+) -> None:
+    text = template.format(pw=KPW, tok=KTOK) if value else template
+    if value is None:  # a hash: the whole of it, from its identifier on
+        value = text[text.index("$") if text.startswith("$") else 0 :]
+    assert found(text) == [(label, value)], text
+    assert value not in redacted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "smtp.login(user, password)",  # names
+        'client.login("admin", "admin")',  # the user's name again
+        'auth=("user", "password")',  # a demo
+        "credentials: ['read', 'write']",  # words
+        "auth('GET', '/api/v1/items')",  # a path
+        "connect to the database/cache@startup",  # prose
+        "sqlplus scott/tiger@orcl",  # the classic demo: a word
+        "db.connect(host, user, password)",  # names
+        'socket.connect(("localhost", 8080))',
+        'new mysqli("localhost", "root", "", "test")',  # no password
+        'new mysqli("localhost", "root", "root", "test")',  # the user's name again
+        "mysql -u root -p shop",  # asks for the password
+        "mysql --port 3306 -p$DB_PASS",  # a variable
+        "net user alice /delete",
+        "net user alice *",  # asks for the password
+        "The net user base grew again this year.",
+        "next=%2Fapi%3Ftoken%3D%24%7BTOKEN%7D",  # ${TOKEN}, encoded
+        "q=password%3Dreset",  # a word
+        "It costs $5 or $6; $argon2id$ is a prefix, not a hash.",
+    ],
+)
+def test_code_commands_and_encoded_urls_without_a_credential_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+# -- keys and credentials in more wrappers and encodings (issue 17, second round) ---------------
+
+
+def test_a_pgp_key_with_armor_headers_in_a_comment_block_is_redacted_whole() -> None:
+    lines = [rand(WRAP, 64, B64) for _ in range(6)] + [
+        rand(WRAP, 40, B64),
+        "=" + rand(WRAP, 4, B64),
+    ]
+    block = [
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+        "Version: GnuPG v2.2.40 (GNU/Linux)",
+        "Comment: build signing key",
+        "",
+        *lines,
+        "-----END PGP PRIVATE KEY BLOCK-----",
+    ]
+    text = "/*\n" + "\n".join(f" *  {line}" if line else "" for line in block) + "\n */\nend"
+    assert redacted(text) == "/*\n *  [SECRET]\n */\nend"
+
+
+def test_an_encrypted_key_quoted_line_by_line_with_its_headers_is_redacted() -> None:
+    rows = ["-----BEGIN RSA PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED"]
+    rows += ["DEK-Info: AES-128-CBC," + rand(WRAP, 32, HEXU), "", *KEY_LINES]
+    text = (
+        "key = (\n"
+        + "\n".join(f'    "{row}\\n"' for row in rows)
+        + '\n    "-----END RSA PRIVATE KEY-----")'
+    )
+    out = redacted(text)
+    assert "ENCRYPTED" not in out and all(line[:16] not in out for line in KEY_LINES), out
+
+
+def test_the_base64_of_a_cut_begin_line_is_still_a_private_key() -> None:
+    head = base64.b64encode(b"-----BEGIN PRIVATE " + WRAP.randbytes(60)).decode()
+    assert (
+        found(f'pkey = ("{head}"') == [("private_key_base64", head[:60])]
+        or redacted(f'pkey = ("{head}"') == 'pkey = ("[SECRET]"'
+    )
+    public = base64.b64encode(b"-----BEGIN PUBLIC KEY-----\n" + WRAP.randbytes(60)).decode()
+    assert found(public) == []
+
+
+def _b64json(data: object, indent: int | None = None, *, compact: bool = False) -> str:
+    separators = (",", ":") if compact else None
+    text = json.dumps(data, indent=indent, separators=separators)
+    return base64.b64encode(text.encode()).decode()
+
+
+ENCODED = random.Random("encoded json")
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        # A cloud service account file, as in a CI variable or a Kubernetes secret.
+        _b64json(
+            {
+                "type": "service_account",
+                "project_id": "shop-prod",
+                "private_key_id": rand(ENCODED, 40, HEX),
+                "private_key": "-----BEGIN PRIVATE KEY-----\n" + rand(ENCODED, 64, B64),
+            },
+            indent=2,
+        ),
+        # A JSON Web Key set: its private member "d".
+        _b64json(
+            [{"kty": "EC", "crv": "P-256", "d": rand(ENCODED, 43, B64URL, mixed=True)}], indent=4
+        ),
+        # A Docker config's auths (.dockerconfigjson).
+        _b64json(
+            {
+                "auths": {
+                    "registry.example.com": {
+                        "auth": base64.b64encode(f"ci:{KPW}".encode()).decode()
+                    }
+                }
+            }
+        ),
+        # A Grafana API key.
+        _b64json({"k": rand(ENCODED, 32, mixed=True), "n": "ci", "id": 7}, compact=True),
+        # Credentials in compact JSON.
+        _b64json({"user": "svc", "password": KPW}),
+    ],
+    ids=["service-account", "jwks", "dockerconfigjson", "grafana", "password"],
+)
+def test_the_base64_of_json_holding_a_credential_is_redacted_whole(blob: str) -> None:
+    text = f"data:\n  config: {blob}\n"
+    assert redacted(text) == "data:\n  config: [SECRET]\n", blob
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        _b64json({"alg": "HS256", "typ": "JWT"}),  # a JWT header alone
+        _b64json({"page": 3, "cursor": "after:1042", "token": "next"}),  # a pagination cursor
+        _b64json({"kty": "EC", "crv": "P-256", "x": rand(ENCODED, 43, B64URL)}, indent=2),
+        _b64json(
+            {
+                "auths": {
+                    "registry.example.com": {"auth": base64.b64encode(b"user:password").decode()}
+                }
+            }
+        ),
+        _b64json({"user": "svc", "password": "changeme-later"}),
+    ],
+)
+def test_the_base64_of_json_without_a_credential_does_not_fire(blob: str) -> None:
+    assert found(blob) == []
+
+
+def test_a_jira_personal_access_token_is_found_where_it_is_written() -> None:
+    pat = base64.b64encode(b"926607655526:" + ENCODED.randbytes(20)).decode()
+    assert found(f"https://jira.example.com/rest/api/2/token/{pat}\n") == [
+        ("jira_confluence_pat", pat)
+    ]
+    assert found(f"Authorization: Bearer {pat}") == [("jira_confluence_pat", pat)]
+    # An id of a few digits is not one; neither are digits with no random bytes after.
+    assert found(base64.b64encode(b"0001:" + ENCODED.randbytes(28)).decode()) == []
+    assert found(base64.b64encode(b"926607655526:" + b"0" * 20).decode()) == []
+
+
+def test_an_aws_key_id_with_any_digit_is_found() -> None:
+    key = "AKIA" + rand(ENCODED, 16, string.ascii_uppercase + "0189")
+    assert found(f'"AccessKeyId" : "{key}",') == [("aws_access_key_id", key)]
+    assert found("AKIA0000000000000000") == []  # no generated part
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.id)
+def test_every_rule_can_tell_where_a_match_may_still_form(rule: Any) -> None:
+    """The adaptive hold-back needs each rule's pattern of prefixes: a construct that
+    ``prefix_pattern`` does not translate would turn it off for the whole shield."""
+    assert prefix_pattern(rule.prefix) is not None
+    assert prefix_pattern(rule.prefix + rule.body) is not None

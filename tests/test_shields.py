@@ -57,7 +57,10 @@ def test_word_boundary_waits_for_the_next_chunk() -> None:
 
 
 def test_max_match_covers_the_look_ahead_of_words() -> None:
-    assert denylist(phrases=["abcdef"], words=["xyz"]).max_match == 6
+    # A phrase too: read loosely ("4bcdef", "abc-def") it is a whole word.
+    assert denylist(phrases=["abcdef"], words=["xyz"]).max_match == 7
+    assert denylist(phrases=[".abcdef"], words=["xyz"]).max_match == 7  # as written only
+    assert denylist(phrases=[".abcde"], words=["xyz"]).max_match == 6
     assert denylist(words=["abcdefgh"]).max_match == 9
 
 
@@ -435,8 +438,17 @@ def test_the_google_re2_binding_is_in_use() -> None:
 
 
 def reference_findings(shield: RegexShield, text: str) -> list[tuple[str, int, int]]:
-    """google-re2's public API over the whole ``str``: offsets in characters."""
-    return [(shield.label_of(m), m.start(), m.end()) for m in shield._regex.finditer(text)]
+    """google-re2's public API over the whole ``str``: offsets in characters. A search
+    starts one character after each match's start, and a match is reported when it ends past
+    every one before it (a match may begin inside another)."""
+    found = []
+    pos, reported_until = 0, 0
+    while pos <= len(text) and (m := shield._regex.search(text, pos)) is not None:
+        if m.end() > reported_until:
+            found.append((shield.label_of(m), m.start(), m.end()))
+            reported_until = m.end()
+        pos = m.start() + 1
+    return found
 
 
 def chunked_findings(

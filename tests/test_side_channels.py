@@ -35,7 +35,7 @@ from proxy.server import RunningServer
 from proxy.stream_guard import GuardState
 from proxy.upstream import response_headers
 from shields.policy import parse_policy
-from shields.scan import check_text, merge_redactions, redact
+from shields.scan import TextScan, check_text, merge_redactions, redact
 from tests.conftest import ProxyFactory
 from tests.fake_upstream import FakeUpstream, Reply, chat_completion, chunk, json_bytes, sse
 from tests.test_sse_runs import drive
@@ -389,8 +389,23 @@ def test_the_stream_rule_holds_for_any_split(
         assert state is GuardState.DONE
         out = b"".join(writes)
         check_released(out, text)
-        if not TOKEN_PATTERN.search(text):
-            assert out == body  # nothing redacted: every byte as the upstream sent it
+        # Nothing found in the whole text (the shield reads the normalized view, where
+        # "tok_aaaaaaaé" is a token: not the raw pattern's answer): every byte as it came.
+        if not check_text(TOKEN_POLICY.output_shields, text, fail_closed=True):
+            assert out == body
+
+
+def test_a_match_does_not_hide_an_overlapping_token() -> None:
+    # "tok_aaaaatok" is a match (tok_ + 8 of [a-z0-9]); the real token starts inside it.
+    text = "tok_aaaaatok_a1b2c3d4 and the rest"
+    for fed_whole in (True, False):
+        if fed_whole:
+            findings = check_text(TOKEN_POLICY.output_shields, text)
+        else:
+            scan = TextScan(TOKEN_POLICY.output_shields)
+            findings = [f for char in text for f in scan.feed(char)] + scan.finish()
+        released = redact(text, 0, merge_redactions(findings))
+        assert "a1b2c3d4" not in released, (fed_whole, released)
 
 
 def constant_logprobs_stream(text: str, size: int) -> bytes:

@@ -208,3 +208,20 @@ async def test_connections_per_client_address_are_capped(make_proxy: ProxyFactor
         writer.close()
         break
     second[1].close()
+
+
+async def test_headers_begun_while_an_earlier_timer_is_pending_get_their_full_time(
+    proxy: RunningServer,
+) -> None:
+    # The header timer armed for a request is left pending after it (re-arming one per request
+    # costs a timer each time): when it fires during a later request's headers, that request
+    # still gets the whole timeout from its own first byte.
+    reader, writer = await connect(proxy)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\n\r\n")
+    status, _, _ = await response_of(reader)
+    assert status == 200
+    await asyncio.sleep(HEADER_TIMEOUT * 0.6)  # the first request's timer fires mid-headers
+    writer.write(b"GET /healthz HTTP/1.1\r\nHo")
+    data, took = await closed_after(reader, 5)
+    assert data == b"" and HEADER_TIMEOUT * 0.9 <= took < HEADER_TIMEOUT + 1.5
+    writer.close()

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy import sse
-from proxy.sse import SSEDecoder, SSEError, SSEEvent, encode_data
+from proxy.sse import SSEDecoder, SSEError, SSEEvent, data_only, encode_data
 
 BOM = b"\xef\xbb\xbf"
 Frame = tuple[bytes | None, str | None]
@@ -510,4 +510,25 @@ def test_arbitrary_bytes_match_the_reference_parser(
 
 
 def test_public_api_is_pinned() -> None:
-    assert sse.__all__ == ["SSEDecoder", "SSEError", "SSEEvent", "encode_data"]
+    assert sse.__all__ == ["SSEDecoder", "SSEError", "SSEEvent", "data_only", "encode_data"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs=st.lists(_event_specs, max_size=8), nl=st.sampled_from([b"\n", b"\r\n", b"\r"]))
+def test_data_only_keeps_the_data_and_nothing_else_a_client_reads(
+    specs: list[EventSpec], nl: bytes
+) -> None:
+    stream = b"".join(spec.encode(nl) for spec in specs)
+    events = SSEDecoder().feed(stream)
+    cleaned = b"".join(data_only(event.raw) for event in events)
+    decoded = SSEDecoder().feed(cleaned)
+    assert [e.data for e in decoded if e.data is not None] == [
+        e.data for e in events if e.data is not None
+    ]
+    assert all(e.event is None for e in decoded)
+    # What is left beside the data: empty comment lines and line ends.
+    for line in re.split(rb"\r\n|\r|\n", cleaned):
+        assert line in (b"", b":") or line.partition(b":")[0] == b"data", line
+    for event in events:
+        if event.raw.startswith(b"data: ") and event.raw.count(nl) == 2 and nl == b"\n":
+            assert data_only(event.raw) is event.raw  # the usual event is not copied

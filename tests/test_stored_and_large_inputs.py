@@ -122,7 +122,10 @@ async def test_a_large_request_does_not_stall_other_requests(
         # Measured here: 0.06-0.16 s off the loop on a quiet machine, 3.4 s on it. The bound
         # leaves room for a busy CI machine (and a garbage collection of the parsed body, which
         # holds the interpreter whichever thread triggers it), not for a stalled loop.
-        assert worst < 1.0, f"a health check waited {worst:.2f} s behind a {took:.2f} s request"
+        # On the loop a health check waits for nearly the whole request; a slow CI machine
+        # stretches both, so the bound grows with the request (CI: 1.36 s behind 2.41 s).
+        bound = max(1.0, 0.6 * took)
+        assert worst < bound, f"a health check waited {worst:.2f} s behind a {took:.2f} s request"
 
 
 def schema_format(description: str) -> dict[str, Any]:

@@ -215,9 +215,26 @@ def test_stream_ending_without_done() -> None:
 
 
 def test_comments_and_unknown_events_pass_in_order() -> None:
-    body = b": keep-alive\n\n" + sse(chunk({"content": "hi"}, extra={"x_custom": [1]}))
-    out, _ = run(POLICY, body)
-    assert out == body
+    rest = sse(chunk({"content": "hi"}, extra={"x_custom": [1]}))
+    out, _ = run(POLICY, b":\n\n" + rest)
+    assert out == b":\n\n" + rest
+
+
+def test_what_no_shield_reads_never_reaches_the_client() -> None:
+    # Comments, ids and event names reach a client (EventSource exposes id and event): their
+    # text is dropped, the data and a keep-alive's line stay.
+    data = sse(chunk({"content": "hi"})).split(b"\n\n")[0]
+    body = (
+        b": sarin keep-alive\n\n"
+        + b"id: sarin\nevent: sarin\n"
+        + data
+        + b"\n: sarin\nretry: 5\nsarin: 1\n\n"
+        + b"id: sarin\r\n\r\n"
+        + sse(chunk({}, finish_reason="stop"))
+    )
+    out, guard = run(POLICY, body)
+    assert guard.state is GuardState.DONE and b"sarin" not in out
+    assert out == b":\n\n" + data + b"\n:\n\n" + sse(chunk({}, finish_reason="stop"))
 
 
 def test_dict_arguments_are_checked_in_serialized_form() -> None:

@@ -611,16 +611,22 @@ def test_kubernetes_example_fits_together(tmp_path: Path) -> None:
         assert name.removeprefix("SHIELDGATE_").lower() in Settings.model_fields, name
     literal = {name: e["value"] for name, e in env.items() if "value" in e}
     settings = Settings.from_sources({}, environ=literal)
-    assert settings.workers == 1  # metrics are per process: one process per pod
+    assert settings.workers == 1  # one process per pod: scale out with replicas
     # Streams in flight can finish before the kubelet's SIGKILL.
     pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop[0] == "sleep"
     budget = pod["spec"]["terminationGracePeriodSeconds"]
     assert budget > settings.shutdown_grace + float(pre_stop[1])
-    # The state directory (responses store) is writable with a read-only root filesystem.
+    # Stored responses: every replica's, in PostgreSQL, its URL (and password) from the Secret.
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
-    state_dir = str(Path(settings.responses_db).parent)
-    assert any(m["mountPath"] == state_dir and not m.get("readOnly") for m in mounts.values())
+    store = env["SHIELDGATE_RESPONSES_DB"]["valueFrom"]["secretKeyRef"]
+    assert store["name"] == "shieldgate" and not store.get("optional")
+    with_store = Settings.from_sources(
+        {}, environ={**literal, "SHIELDGATE_RESPONSES_DB": "postgresql://u:p@db:5432/sg"}
+    )
+    assert with_store.responses_db_is_postgres and with_store.responses_retention_days > 0
+    hpa_max = objects["HorizontalPodAutoscaler", "shieldgate"]["spec"]["maxReplicas"]
+    assert hpa_max * settings.responses_db_pool_size < 100  # PostgreSQL's max_connections
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
 
     service = objects["Service", "shieldgate"]

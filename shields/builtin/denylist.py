@@ -11,6 +11,15 @@ alternation of its entries: on a long chunk RE2's DFA finds the few places where
 occur and the automaton only runs around them, which costs a few ms per MB instead of a walk
 of every character.
 
+Entries are read in the joined view (``shields.joined``), one to one with the normalized text:
+a joiner between two words reads as a space ("build-a-bomb", "make_napalm", "build.a.bomb"),
+digits and symbols as the letters they stand for ("b0mb", "n@palm"), and an entry of several
+words is also a key with its words run together ("buildabomb", "makeNapalm"; 6 letters or
+more). A match that is the entry as written keeps the entry's kind (a phrase is a substring);
+a looser reading must differ from an entry by joiners, digits or symbols or be run together,
+and stands as a whole word ("build/a/bombastic", "BuildABombastic.tsx" pass). Entries that
+begin or end with a joiner (".onion", "c++") are matched as written, in the normalized view.
+
 With ``spaced_letters: true`` the shield also catches entries spelled out letter by letter
 ("b.o.m.b", "b u i l d a b o m b"): a second automaton, of the entries' letters and digits
 only ("build a bomb" -> "buildabomb"), runs over ``shields.spaced.SpacedView``, where the
@@ -23,14 +32,17 @@ needs three, and short keys would hit inside any list of initials.
 Adaptive hold-back (``Scanner.open_from``): a match can only still start where the text seen
 so far ends with a prefix of some entry (a path of the automaton's trie: "... how to build a b"
 ends with "build a b"), which includes a word waiting for its right boundary. The longest such
-suffix is found from a pointer that only moves forward, by set lookups among the entries'
-prefixes (a short list; a long one walks pyahocorasick's trie). In prose that is 0-3
-characters. Spelled-out matching adds the view's undecided tail (a run of single letters that
-may still grow) and the end of the released view that begins an entry's letters.
+suffix is found from a pointer that only moves forward, by one search of a pattern of the
+entries' trie (a short list; a long one walks pyahocorasick's trie). In prose that is 0-3
+characters (the joined view reads a trailing joiner as a space: "... build." holds "build.",
+"there." nothing). Spelled-out matching adds the view's
+undecided tail (a run of single letters that may still grow) and the end of the released view
+that begins an entry's letters.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from typing import Any, Literal
 
@@ -40,6 +52,13 @@ import re2
 from pydantic import Field, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
+from shields.joined import (
+    JOINER_CHARS,
+    VIEW_BYTES,
+    joined_view,
+    joiners_as_spaces,
+    relaxed_reading,
+)
 from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
 from shields.registry import register
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
@@ -134,13 +153,112 @@ class _UnfrozenFinding:
     __slots__ = _FINDING_FIELDS
 
 
+# Entries of several words are also matched with their words run together ("buildabomb",
+# "makeNapalm"), as a whole word, from this many letters and digits on: shorter ones ("makeit")
+# are words of their own too often.
+_RUN_TOGETHER_MIN = 6
+
+
 def _spaced_key(key: str) -> str:
     """An entry as it reads in a collapsed run: its letters and digits only."""
     return "".join(c for c in key if c.isalnum())
 
 
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
+# ``open_from``'s remembered answers per shield: texts of at most a key's length, so a few MB at
+# most before the table is emptied.
+_OPEN_MEMO_ENTRIES = 16384
+
+
+def _trie_pattern(keys: list[str]) -> str:
+    """A pattern for the non-empty prefixes of ``keys``: their trie, where a match may stop at
+    any node. At each character a key continues with one branch at most (the branches begin
+    with different characters), so matching it never backtracks more than a key's length."""
+    trie: dict[str, Any] = {}
+    for key in keys:
+        node = trie
+        for char in key:
+            node = node.setdefault(char, {})
+
+    def emit(node: dict[str, Any]) -> str:
+        branches = [
+            re.escape(char) + (f"(?:{emit(child)})?" if child else "")
+            for char, child in sorted(node.items())
+        ]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return emit(trie)
+
+
+class _Keys:
+    """One automaton of keys and what searching it fast and holding back soundly takes: the
+    RE2 prefilter (a short list) or ahocorasick_rs (a long one), the keys' prefixes for
+    ``open_from`` and its remembered answers."""
+
+    def __init__(
+        self,
+        entries: list[tuple[str, str, bool]],
+        exact: dict[str, tuple[str, bool]] | None = None,
+        joined: frozenset[str] = frozenset(),
+    ) -> None:
+        """``entries``: (key, label, is_word), the key already in the view it is matched in.
+        ``exact``: for keys in the joined view, each entry as it is written (normalized) ->
+        (label, is_word), and ``joined``: the entries with joiners read as spaces; then a
+        match may be a looser reading (``shields.joined.relaxed_reading``), which is a whole
+        word, so every key needs the look-ahead of a word."""
+        automaton = ahocorasick.Automaton()
+        longest = 0
+        self.exact = exact
+        self.joined = joined
+        relaxed = exact is not None
+        for key, label, is_word in entries:
+            if key in automaton:
+                # Several entries can normalize to the same key ("Bomb", "bomb"); the first
+                # label wins. A phrase is the weaker condition: it matches wherever the word does.
+                _, _, was_word = automaton.get(key)
+                automaton.add_word(key, (label, len(key), was_word and is_word))
+                continue
+            automaton.add_word(key, (label, len(key), is_word))
+            longest = max(longest, len(key) + (1 if is_word or relaxed else 0))
+        automaton.make_automaton()
+        self.automaton = automaton
+        keys: list[str] = list(automaton.keys())
+        self.longest_key = max(map(len, keys))
+        self.prefilter: Any = None
+        self.bulk: Any = None
+        # The chunk sizes from which ``_feed_bulk`` and ``_feed_prefiltered`` take over from
+        # pyahocorasick's iterator (a list has one or the other; "never" for the other one).
+        self.bulk_from = self.prefilter_from = _NEVER
+        self.bulk_values: list[tuple[str, int, bool]] = []
+        self.bulk_ascii = False
+        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
+            options = re2.Options()
+            options.case_sensitive = True  # keys and text are both case-folded already
+            self.prefilter = re2.compile("|".join(re2.escape(key) for key in keys), options)
+            self.prefilter_from = _PREFILTER_FROM
+        else:
+            self.bulk_from = _BULK_FROM
+            self.bulk_values = [automaton.get(key) for key in keys]
+            # ASCII keys are searched in ``ascii_bytes`` of the text (one byte per character,
+            # so the offsets are the text's; a non-ASCII character, 0x80, matches no key).
+            self.bulk_ascii = all(key.isascii() for key in keys)
+            if self.bulk_ascii:
+                self.bulk = ahocorasick_rs.BytesAhoCorasick([key.encode("ascii") for key in keys])
+            else:
+                self.bulk = ahocorasick_rs.AhoCorasick(keys)
+        # A word needs one character of look-ahead to know its right boundary.
+        self.max_match = longest
+        self.context = longest + 1
+        # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
+        self.prefixes: frozenset[str] | None = None
+        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
+            self.prefixes = frozenset(key[:n] for key in keys for n in range(1, len(key) + 1))
+        self.first_chars = frozenset(key[0] for key in keys)
+        # The same prefixes as one pattern for the end of a text (the trie, every node of it
+        # an end): ``open_from``'s search, in C.
+        self.open_pattern: re.Pattern[str] | None = None
+        self.memos: dict[str, int] = {}  # open_from: held text -> where in it a key may begin
+        if self.prefixes is not None:
+            self.open_pattern = re.compile(_trie_pattern(keys) + r"\Z")
 
 
 class DenylistShield(Shield):
@@ -148,54 +266,49 @@ class DenylistShield(Shield):
 
     def __init__(self, spec: DenylistSpec) -> None:
         super().__init__(spec)
-        automaton = ahocorasick.Automaton()
-        longest = 0
-        # Several entries can normalize to the same key ("Bomb", "bomb"); the first label wins.
+        # Entries are matched in the joined view (``shields.joined``), where a joiner between
+        # two words reads as a space and digits as the letters they stand for, and also with
+        # their words run together ("buildabomb", a whole word). An entry that begins or ends
+        # with a joiner (".onion", "c++") is matched as written, in the normalized view: which
+        # of its neighbours a joiner joins is the text's business, not the entry's.
+        joined: list[tuple[str, str, bool]] = []
+        plain: list[tuple[str, str, bool]] = []
+        # The joined view's entries as written (normalized): a match there that is one of
+        # them has the entry's own semantics (a phrase is a substring); any other is a looser
+        # reading, checked and taken as a whole word only.
+        exact: dict[str, tuple[str, bool]] = {}
         for is_word, entries in ((False, spec.phrases), (True, spec.words)):
             for entry in entries:
                 key = normalize(entry)[0].strip()
-                if key in automaton:
-                    _, _, was_word = automaton.get(key)
-                    # A phrase is the weaker condition: it matches wherever the word does.
-                    automaton.add_word(key, (entry, len(key), was_word and is_word))
+                if key[0] in JOINER_CHARS or key[-1] in JOINER_CHARS:
+                    plain.append((key, entry, is_word))
                     continue
-                automaton.add_word(key, (entry, len(key), is_word))
-                longest = max(longest, len(key) + (1 if is_word else 0))
-        automaton.make_automaton()
-        self._automaton = automaton
-        keys: list[str] = list(automaton.keys())
-        self._longest_key = max(map(len, keys))
-        self._prefilter: Any = None
-        self._bulk: Any = None
-        # The chunk sizes from which ``_feed_bulk`` and ``_feed_prefiltered`` take over from
-        # pyahocorasick's iterator (a list has one or the other; "never" for the other one).
-        self._bulk_from = self._prefilter_from = _NEVER
-        self._bulk_values: list[tuple[str, int, bool]] = []
-        self._bulk_ascii = False
-        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
-            options = re2.Options()
-            options.case_sensitive = True  # keys and text are both case-folded already
-            self._prefilter = re2.compile("|".join(re2.escape(key) for key in keys), options)
-            self._prefilter_from = _PREFILTER_FROM
-        else:
-            self._bulk_from = _BULK_FROM
-            self._bulk_values = [automaton.get(key) for key in keys]
-            # ASCII keys are searched in ``ascii_bytes`` of the text (one byte per character,
-            # so the offsets are the text's; a non-ASCII character, 0x80, matches no key).
-            self._bulk_ascii = all(key.isascii() for key in keys)
-            if self._bulk_ascii:
-                self._bulk = ahocorasick_rs.BytesAhoCorasick([key.encode("ascii") for key in keys])
-            else:
-                self._bulk = ahocorasick_rs.AhoCorasick(keys)
-        # A word needs one character of look-ahead to know its right boundary.
-        self._max_match = longest
-        self._context = longest + 1
+                joined.append((joined_view(key), entry, is_word))
+                if key in exact:
+                    # A phrase is the weaker condition: it matches wherever the word does.
+                    label, was_word = exact[key]
+                    exact[key] = (label, was_word and is_word)
+                else:
+                    exact[key] = (entry, is_word)
+        run_together: list[tuple[str, str, bool]] = []
+        for key, (label, _) in list(exact.items()):
+            letters = _spaced_key(key)
+            if letters != key and len(letters) >= _RUN_TOGETHER_MIN:
+                run_together.append((joined_view(letters), label, True))
+                exact.setdefault(letters, (label, True))
+        joined_keys = frozenset(joiners_as_spaces(key) for key in exact)
+        self._joined = _Keys(joined + run_together, exact, joined_keys) if joined else None
+        self._plain = _Keys(plain) if plain else None
+        parts = [keys for keys in (self._joined, self._plain) if keys is not None]
+        self._max_match = max(keys.max_match for keys in parts)
         self._template = self.finding("", 0, 0)
-        # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
-        self._prefixes: frozenset[str] | None = None
-        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
-            self._prefixes = frozenset(key[:n] for key in keys for n in range(1, len(key) + 1))
-        self._first_chars = frozenset(key[0] for key in keys)
+        # The main key set's remembered ``open_from`` answers (bench/holdback_bench.py empties
+        # them between runs) and which search it got (tests look).
+        main = parts[0]
+        self._memos = main.memos
+        self._prefilter: Any = main.prefilter
+        self._bulk: Any = main.bulk
+        self._bulk_ascii = main.bulk_ascii
         self._spaced_automaton: Any = None
         self._spaced_gap = spec.spaced_max_gap
         self._spaced_longest = 0
@@ -252,85 +365,71 @@ class DenylistShield(Shield):
 
 
 class _DenylistScanner(Scanner):
+    """The text in the joined view for the entries matched there (``_joined``), as it is for
+    the others (``_plain``), and spelled out (``_spaced``)."""
+
     __slots__ = (
-        "_pending",
+        "_joined",
+        "_plain",
         "_shield",
         "_spaced",
         "_spaced_tail",
-        "_tail",
-        "_tail_start",
     )
 
     def __init__(self, shield: DenylistShield) -> None:
         self._shield = shield
-        # Every chunk is searched with a fresh iterator over the tail plus the chunk, never
-        # pyahocorasick's resumable ``iter().set()``: with characters above U+FFFF (an emoji)
-        # set() corrupts the heap (WojciechMula/pyahocorasick#221), and a reply is hostile text.
+        self._joined = None if shield._joined is None else _KeyScanner(shield, shield._joined)
+        self._plain = None if shield._plain is None else _KeyScanner(shield, shield._plain)
         self._spaced: SpacedView | None = None
         self._spaced_tail = ""
         if shield._spaced_automaton is not None:
             self._spaced = SpacedView(shield._spaced_gap)
-        # The last few normalized characters, for word-boundary checks on both sides.
-        self._tail = ""
-        self._tail_start = 0
-        # Word matches whose right boundary is the next, not yet seen, character.
-        self._pending: list[tuple[int, int, str]] = []
-        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``).
-        self._open = 0
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         norm = chunk.norm
         if not norm:
             return []  # nothing to search, and nothing a pending word could learn
         shield = self._shield
+        normalizer = chunk.normalizer
         # Text under a bidi override displays in an order the view does not hold: an entry
         # may show on screen there (``StreamNormalizer.overridden``).
-        findings = [shield.finding(OVERRIDE_LABEL, *span) for span in chunk.normalizer.overridden]
-        tail = self._tail
-        text = tail + norm
-        base = self._tail_start
-        end_of_text = base + len(text)
-        if self._pending:
-            pending, self._pending = self._pending, []
-            for start, end, label in pending:
-                self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
-        size = len(norm)
-        if size >= shield._bulk_from:
-            self._feed_bulk(text, base, len(tail), end_of_text, findings, chunk)
-        elif size >= shield._prefilter_from:
-            self._feed_prefiltered(text, base, end_of_text, findings, chunk)
-        else:
-            # The tail holds the longest key: every occurrence ending in the new text is found;
-            # those ending inside the tail were reported by the previous chunk.
-            fresh = len(tail)
-            for last, (label, length, is_word) in shield._automaton.iter(text):
-                if last < fresh:
-                    continue
-                end = base + last + 1
-                start = end - length
-                if is_word:
-                    self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
-                else:
-                    findings.append(self._found(label, start, end, chunk.normalizer))
-        keep = shield._context
-        if len(text) > keep:
-            self._tail = text[-keep:]
-            self._tail_start = end_of_text - keep
-        else:
-            self._tail = text
+        findings = [shield.finding(OVERRIDE_LABEL, *span) for span in normalizer.overridden]
+        joined = self._joined
+        if joined is not None:
+            joined.feed(joined_view(norm), norm, normalizer, findings)
+        plain = self._plain
+        if plain is not None:
+            plain.feed(norm, None, normalizer, findings)
         spaced = self._spaced
         if spaced is not None:
-            self._scan_spaced(spaced, spaced.feed(norm), chunk.normalizer, findings)
+            self._scan_spaced(spaced, spaced.feed(norm), normalizer, findings)
         return findings
 
     def open_from(self, end: int, window: int) -> int:
-        tail = self._tail
-        # The tail holds the longest key: enough for the longest suffix that can be a path.
-        self._open = self._open_prefix(tail, self._tail_start + len(tail))
+        pos = end
+        joined = self._joined
+        if joined is not None:
+            pos = joined.open_from()
+        plain = self._plain
+        if plain is not None:
+            pos = min(pos, plain.open_from())
         spaced = self._spaced
         if spaced is None:
-            return self._open
-        return min(self._open, self._spaced_open(spaced))
+            return pos
+        return min(pos, self._spaced_open(spaced))
+
+    def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        found: list[Finding] = []
+        joined = self._joined
+        if joined is not None:
+            joined.finish(normalizer, found)
+        plain = self._plain
+        if plain is not None:
+            plain.finish(normalizer, found)
+        spaced = self._spaced
+        if spaced is not None:
+            self._scan_spaced(spaced, spaced.finish(), normalizer, found)
+        return found
 
     def _spaced_open(self, spaced: SpacedView) -> int:
         """Where a spelled-out match may still start: in the view not released yet (a run that
@@ -345,6 +444,148 @@ class _DenylistScanner(Scanner):
                 return min(at, spaced.norm_index(spaced.view_len - len(view) + start))
         return at
 
+    def _scan_spaced(
+        self, spaced: SpacedView, view: str, normalizer: StreamNormalizer, found: list[Finding]
+    ) -> None:
+        """Matches the newly released ``view`` text of the collapsed view."""
+        shield = self._shield
+        longest = shield._spaced_longest
+        if view:
+            text = self._spaced_tail + view
+            offset = spaced.view_len - len(text)  # view index of text[0]
+            fresh = len(self._spaced_tail)
+            automaton = shield._spaced_automaton
+            assert automaton is not None
+            for last, (label, length) in automaton.iter(text):
+                if last < fresh:
+                    continue  # reported with the previous piece
+                last += offset
+                start, end = spaced.norm_span(last + 1 - length, last + 1)
+                # As long as its key, the match is plain text: the plain view has it already.
+                if end - start > length:
+                    orig_start, orig_end = normalizer.orig_span(start, end)
+                    found.append(shield._finding(label, orig_start, orig_end))
+            self._spaced_tail = text[-(longest - 1) :] if longest > 1 else ""
+        spaced.forget_before(spaced.view_len - longest)
+
+
+class _KeyScanner:
+    """The keys of one ``_Keys`` over one view of the text (the normalized text, or the joined
+    view: both have the normalized text's offsets), fed in pieces. Word boundaries are read in
+    the normalized text (a letter or digit is a word character: "_" and "@" are not)."""
+
+    __slots__ = ("_keys", "_open", "_pending", "_read_tail", "_shield", "_tail", "_tail_start")
+
+    def __init__(self, shield: DenylistShield, keys: _Keys) -> None:
+        self._shield = shield
+        self._keys = keys
+        # Every chunk is searched with a fresh iterator over the tail plus the chunk, never
+        # pyahocorasick's resumable ``iter().set()``: with characters above U+FFFF (an emoji)
+        # set() corrupts the heap (WojciechMula/pyahocorasick#221), and a reply is hostile text.
+        # The last few characters of the view, and of the normalized text they read (for
+        # word-boundary checks on both sides, and to tell an entry from a looser reading).
+        self._tail = ""
+        self._read_tail = ""
+        self._tail_start = 0
+        # Word matches whose right boundary is the next, not yet seen, character.
+        self._pending: list[tuple[int, int, str]] = []
+        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``).
+        self._open = 0
+
+    def feed(
+        self,
+        piece: str,
+        read: str | None,
+        normalizer: StreamNormalizer,
+        findings: list[Finding],
+    ) -> None:
+        """Searches the next ``piece`` of the view, which reads the normalized text ``read``
+        (None: the view is the normalized text)."""
+        keys = self._keys
+        tail = self._tail
+        text = tail + piece
+        read_text = text if read is None else self._read_tail + read
+        base = self._tail_start
+        end_of_text = base + len(text)
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for start, end, label in pending:
+                self._check_word(
+                    read_text, base, start, end, label, end_of_text, findings, normalizer
+                )
+        size = len(piece)
+        if size >= keys.bulk_from:
+            self._feed_bulk(
+                text, read_text, base, len(tail), end_of_text, findings, normalizer, read is None
+            )
+        elif size >= keys.prefilter_from:
+            self._feed_prefiltered(
+                text, read_text, base, len(tail), end_of_text, findings, normalizer
+            )
+        else:
+            # The tail holds the longest key: every occurrence ending in the new text is found;
+            # those ending inside the tail were reported by the previous chunk.
+            fresh = len(tail)
+            for last, (label, length, is_word) in keys.automaton.iter(text):
+                if last < fresh:
+                    continue
+                end = base + last + 1
+                self._hit(
+                    read_text,
+                    base,
+                    end - length,
+                    end,
+                    label,
+                    is_word,
+                    end_of_text,
+                    findings,
+                    normalizer,
+                )
+        keep = keys.context
+        if len(text) > keep:
+            self._tail = text[-keep:]
+            self._read_tail = read_text[-keep:]
+            self._tail_start = end_of_text - keep
+        else:
+            self._tail = text
+            self._read_tail = read_text
+
+    def finish(self, normalizer: StreamNormalizer, found: list[Finding]) -> None:
+        pending, self._pending = self._pending, []
+        found += [self._found(label, start, end, normalizer) for start, end, label in pending]
+
+    def open_from(self) -> int:
+        tail = self._tail
+        start = self._tail_start
+        end_of_text = start + len(tail)
+        # The tail holds the longest key: enough for the longest suffix that can be a path.
+        keys = self._keys
+        pattern = keys.open_pattern
+        if pattern is None:
+            self._open = pos = self._open_prefix(tail, end_of_text)
+            return pos
+        # ``_open_prefix`` in one search (a short list): from the last answer on, the
+        # leftmost start of a suffix that is a path of the trie.
+        pos = self._open
+        if pos < end_of_text - keys.longest_key:
+            pos = end_of_text - keys.longest_key
+        if pos < start:
+            pos = start
+        # The answer depends only on the text from ``pos`` on (the pattern looks neither
+        # behind nor at a start): remembered per key set, since that text is usually the
+        # token just fed, or a held key prefix and the token ("bu" + "ild").
+        held = tail[pos - start :]
+        memo = keys.memos
+        at = memo.get(held)
+        if at is None:
+            found = pattern.search(held)
+            at = len(held) if found is None else found.start()
+            if len(memo) >= _OPEN_MEMO_ENTRIES:
+                memo.clear()  # an answer is a fact about the text: never stale, only unused
+            memo[held] = at
+        self._open = pos = pos + at
+        return pos
+
     def _open_prefix(self, text: str, end_of_text: int) -> int:
         """Where the longest suffix of the text (ending at ``end_of_text``) that is a path of
         the trie starts; ``end_of_text`` when none. Only such a suffix can grow into a match,
@@ -354,25 +595,32 @@ class _DenylistScanner(Scanner):
         text can make it a path again, so the pointer never goes back, and in prose it tries
         the few characters of the new chunk.
         """
-        shield = self._shield
-        pos = max(self._open, end_of_text - len(text), end_of_text - shield._longest_key)
+        keys = self._keys
+        pos = max(self._open, end_of_text - len(text), end_of_text - keys.longest_key)
         offset = end_of_text - len(text)  # of text[0]
-        prefixes = shield._prefixes
+        prefixes = keys.prefixes
         if prefixes is not None:
-            firsts = shield._first_chars
+            firsts = keys.first_chars
             # A start whose character begins no key is passed without building the suffix.
             while pos < end_of_text and (
                 text[pos - offset] not in firsts or text[pos - offset :] not in prefixes
             ):
                 pos += 1
             return pos
-        match = shield._automaton.match  # a long list: walk the trie
+        match = keys.automaton.match  # a long list: walk the trie
         while pos < end_of_text and not match(text[pos - offset :]):
             pos += 1
         return pos
 
     def _feed_prefiltered(
-        self, text: str, base: int, end_of_text: int, findings: list[Finding], chunk: Chunk
+        self,
+        text: str,
+        read_text: str,
+        base: int,
+        fresh: int,
+        end_of_text: int,
+        findings: list[Finding],
+        normalizer: StreamNormalizer,
     ) -> None:
         """The automaton over the places of ``text`` where the prefilter found a key.
 
@@ -380,15 +628,14 @@ class _DenylistScanner(Scanner):
         inside a match it did report; each match ``[p, q)`` is therefore widened to
         ``[p, q + longest key - 1)``, which holds every occurrence starting in it, and the
         automaton runs over the union of these windows. Occurrences that end inside the tail
-        were reported by the previous chunk.
+        (``text[:fresh]``) were reported by the previous chunk.
         """
-        shield = self._shield
-        automaton = shield._automaton
-        reach = shield._longest_key - 1
-        fresh = len(text) - len(chunk.norm)  # occurrences must end past the tail
+        keys = self._keys
+        automaton = keys.automaton
+        reach = keys.longest_key - 1
         size = len(text)
         windows: list[tuple[int, int]] = []
-        for match in shield._prefilter.finditer(text):
+        for match in keys.prefilter.finditer(text):
             low, high = match.start(), min(size, match.end() + reach)
             if windows and low <= windows[-1][1]:
                 windows[-1] = (windows[-1][0], max(windows[-1][1], high))
@@ -399,20 +646,28 @@ class _DenylistScanner(Scanner):
                 if last < fresh:
                     continue
                 end = base + last + 1
-                start = end - length
-                if is_word:
-                    self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
-                else:
-                    findings.append(self._found(label, start, end, chunk.normalizer))
+                self._hit(
+                    read_text,
+                    base,
+                    end - length,
+                    end,
+                    label,
+                    is_word,
+                    end_of_text,
+                    findings,
+                    normalizer,
+                )
 
     def _feed_bulk(
         self,
         text: str,
+        read_text: str,
         base: int,
         fresh: int,
         end_of_text: int,
         findings: list[Finding],
-        chunk: Chunk,
+        normalizer: StreamNormalizer,
+        is_norm: bool,
     ) -> None:
         """Every key occurrence in ``text`` (overlapping ones too) by ahocorasick_rs.
 
@@ -420,15 +675,20 @@ class _DenylistScanner(Scanner):
         chunk; the tail holds the longest key, so every occurrence that ends in the new text is
         found.
         """
-        shield = self._shield
+        keys = self._keys
         haystack: Any = text
-        if shield._bulk_ascii:
+        if keys.bulk_ascii:
             # A whole text (no tail) is searched in the bytes the normalizer built its view
             # from, rather than encoded again; a stream's chunk is small, encoded with its tail.
-            haystack = chunk.normalizer.ascii_view(text) if not fresh else ascii_bytes(text)
-        matches = shield._bulk.find_matches_as_indexes(haystack, overlapping=True)
-        values = shield._bulk_values
-        normalizer = chunk.normalizer
+            if fresh:
+                haystack = ascii_bytes(text)
+            elif is_norm:
+                haystack = normalizer.ascii_view(text)
+            else:  # the joined view of the normalizer's bytes: one translate, in C
+                haystack = normalizer.ascii_view(read_text).translate(VIEW_BYTES)
+        matches = keys.bulk.find_matches_as_indexes(haystack, overlapping=True)
+        values = keys.bulk_values
+        exact = keys.exact
         if len(matches) < _WALK_FROM:
             # A stream's chunk: a match or two, as a rule, which ``orig_span`` maps for less
             # than setting up a walk costs.
@@ -436,11 +696,17 @@ class _DenylistScanner(Scanner):
                 if high <= fresh:
                     continue
                 label, _, is_word = values[index]
-                start, end = base + low, base + high
-                if is_word:
-                    self._check_word(text, base, start, end, label, end_of_text, findings, chunk)
-                else:
-                    findings.append(self._found(label, start, end, normalizer))
+                self._hit(
+                    read_text,
+                    base,
+                    base + low,
+                    base + high,
+                    label,
+                    is_word,
+                    end_of_text,
+                    findings,
+                    normalizer,
+                )
             return
         labels: list[str] = []
         starts: list[int] = []
@@ -450,7 +716,12 @@ class _DenylistScanner(Scanner):
                 continue
             label, _, is_word = values[index]
             start, end = base + low, base + high
-            if is_word and not self._whole_word(text, base, start, end, label, end_of_text):
+            if exact is not None:
+                reading = self._reading(read_text, base, start, end)
+                if reading is None:
+                    continue
+                label, is_word = reading or (label, True)
+            if is_word and not self._whole_word(read_text, base, start, end, label, end_of_text):
                 continue
             labels.append(label)
             starts.append(start)
@@ -459,29 +730,46 @@ class _DenylistScanner(Scanner):
         # mapped in one walk over the normalizer's breakpoints (they come in the order of their
         # ends), not with two bisections each.
         starts, ends = normalizer.orig_spans(starts, ends)
-        findings += map(shield._finding, labels, starts, ends)
+        findings += map(self._shield._finding, labels, starts, ends)
 
-    def _scan_spaced(
-        self, spaced: SpacedView, view: str, normalizer: StreamNormalizer, found: list[Finding]
+    def _hit(
+        self,
+        read_text: str,
+        base: int,
+        start: int,
+        end: int,
+        label: str,
+        is_word: bool,
+        end_of_text: int,
+        findings: list[Finding],
+        normalizer: StreamNormalizer,
     ) -> None:
-        """Matches the newly released ``view`` text of the collapsed view."""
-        longest = self._shield._spaced_longest
-        if view:
-            text = self._spaced_tail + view
-            offset = spaced.view_len - len(text)  # view index of text[0]
-            fresh = len(self._spaced_tail)
-            automaton = self._shield._spaced_automaton
-            assert automaton is not None
-            for last, (label, length) in automaton.iter(text):
-                if last < fresh:
-                    continue  # reported with the previous piece
-                last += offset
-                start, end = spaced.norm_span(last + 1 - length, last + 1)
-                # As long as its key, the match is plain text: the plain view has it already.
-                if end - start > length:
-                    found.append(self._found(label, start, end, normalizer))
-            self._spaced_tail = text[-(longest - 1) :] if longest > 1 else ""
-        spaced.forget_before(spaced.view_len - longest)
+        """A key found at ``[start, end)``: reported if it is an entry, or a looser reading
+        of one that stands as a whole word (see ``_reading``)."""
+        if self._keys.exact is not None:
+            reading = self._reading(read_text, base, start, end)
+            if reading is None:
+                return
+            label, is_word = reading or (label, True)
+        if is_word:
+            self._check_word(read_text, base, start, end, label, end_of_text, findings, normalizer)
+        else:
+            findings.append(self._found(label, start, end, normalizer))
+
+    def _reading(
+        self, read_text: str, base: int, start: int, end: int
+    ) -> tuple[str, bool] | tuple[()] | None:
+        """What a key found in the joined view at ``[start, end)`` is in the normalized text:
+        an entry as written, (label, is_word); a looser reading, () (a whole word then, the
+        key's label); or None, another text that only reads alike ("mail" for "mall")."""
+        keys = self._keys
+        exact = keys.exact
+        assert exact is not None
+        written = read_text[start - base : end - base]
+        entry = exact.get(written)
+        if entry is not None:
+            return entry
+        return () if relaxed_reading(written, keys.joined) else None
 
     def _check_word(
         self,
@@ -492,30 +780,22 @@ class _DenylistScanner(Scanner):
         label: str,
         end_of_text: int,
         findings: list[Finding],
-        chunk: Chunk,
+        normalizer: StreamNormalizer,
     ) -> None:
         if self._whole_word(text, base, start, end, label, end_of_text):
-            findings.append(self._found(label, start, end, chunk.normalizer))
+            findings.append(self._found(label, start, end, normalizer))
 
     def _whole_word(
         self, text: str, base: int, start: int, end: int, label: str, end_of_text: int
     ) -> bool:
         """Whether the word match ``[start, end)`` stands between word boundaries. One whose
         right boundary is the next, not yet seen, character waits in ``_pending`` (False)."""
-        if start > 0 and _is_word_char(text[start - 1 - base]):
+        if start > 0 and text[start - 1 - base].isalnum():
             return False
         if end >= end_of_text:
             self._pending.append((start, end, label))
             return False
-        return not _is_word_char(text[end - base])
-
-    def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
-        pending, self._pending = self._pending, []
-        found = [self._found(label, start, end, normalizer) for start, end, label in pending]
-        spaced = self._spaced
-        if spaced is not None:
-            self._scan_spaced(spaced, spaced.finish(), normalizer, found)
-        return found
+        return not text[end - base].isalnum()
 
     def _found(self, label: str, start: int, end: int, normalizer: StreamNormalizer) -> Finding:
         orig_start, orig_end = normalizer.orig_span(start, end)

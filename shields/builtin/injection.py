@@ -13,12 +13,13 @@ ties). Strong cues weigh the threshold on their own; weak ones (a persona switch
 response") only count together.
 
 Matching: rules are matched independently, so a weak rule never hides an overlapping strong one.
-A prefilter asks each block of new text whether any rule could match (one regex of all rules,
-word boundaries dropped so RE2's DFA runs fast) and then which (an RE2 ``Set``); only those rules
-are searched. Every rule has a bounded width W (<= 95), so a match is final once W + 1 more
-characters have been seen; a stream is searched every ``BATCH`` new characters, so the longest
-stretch from a match's start to its report is W + 1 + BATCH = ``max_match`` (128). Matches are
-counted in (start, rule) order, in streams and whole texts alike: the same findings either way.
+A prefilter asks each block of new text whether any rule could match (one regex per group of
+rules, word boundaries dropped so RE2's DFA runs fast) and then which (an RE2 ``Set``); only
+those rules are searched. Every rule has a bounded width W (<= 95), so a match is final once
+W + 1 more characters have been seen; a stream is searched every ``BATCH`` new characters, so
+the longest stretch from a match's start to its report is W + 1 + BATCH = ``max_match`` (128).
+Matches are counted in (start, rule) order, in streams and whole texts alike: the same findings
+either way.
 """
 
 from __future__ import annotations
@@ -60,14 +61,13 @@ def _folded(pattern: str) -> str:
     Done when a shield is built, not at import: the confusables table then loads only for
     policies that use the shield.
     """
-    out: list[str] = []
-    for char in pattern:
-        if char.isascii():
-            out.append(char)
-            continue
-        # A lookalike folded to ASCII punctuation must stay a literal (never a range's "-").
-        out += (f"\\{c}" if c.isascii() and not c.isalnum() else c for c in normalize(char)[0])
-    return "".join(out)
+    return "".join(char if char.isascii() else _folded_char(char) for char in pattern)
+
+
+@lru_cache(maxsize=8192)
+def _folded_char(char: str) -> str:
+    # A lookalike folded to ASCII punctuation must stay a literal (never a range's "-").
+    return "".join(f"\\{c}" if c.isascii() and not c.isalnum() else c for c in normalize(char)[0])
 
 
 _UNBOUNDED = 1 << 16
@@ -94,23 +94,65 @@ def _compiled(pattern: str) -> Any:
     return re2.compile(pattern, _options())
 
 
+# The prefilter's rules go in groups of about this many bytes of pattern: RE2 builds one DFA per
+# regex within ``max_mem``, and a DFA over every rule of every language outgrows it (it then
+# discards its states again and again, and searching gets a hundred times slower); a few
+# smaller ones each keep their states, and a text is searched once per group.
+_GROUP_BYTES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Some consecutive rules' prefilter: ``first`` is the index of the first one."""
+
+    first: int
+    count: int
+    any_rule: Any
+    which: Any
+
+
 @lru_cache(maxsize=64)
-def _prefilter(patterns: tuple[str, ...]) -> tuple[Any, Any]:
-    """The two questions asked of every window: is anything here, and which rules.
+def _prefilter(patterns: tuple[str, ...]) -> tuple[_Group, ...]:
+    """The two questions asked of every window, per group of rules: is anything here, and
+    which rules.
 
     Both use the patterns without word boundaries (they match wherever the rules do, and let
     RE2's DFA run faster). A regex falls back to a slower engine when its DFA runs out of
     memory, but a Set fails instead: so the "no" comes from the regex, and a Set that gives no
-    answer after the regex said yes means "search every rule".
+    answer after the regex said yes means "search every rule of the group".
     """
     loose = [_without_boundaries(p) for p in patterns]
-    any_rule = re2.compile("|".join(f"(?:{p})" for p in loose) or "$^", _options())
-    which = re2.Set.SearchSet(_options())
-    for pattern in loose:
-        which.Add(pattern)
-    if loose:
+    if not loose:
+        return ()
+    spans: list[tuple[int, int]] = []
+    first, size = 0, 0
+    for index, pattern in enumerate(loose):
+        grow = len(pattern.encode())
+        if index > first and size + grow > _GROUP_BYTES:
+            spans.append((first, index))
+            first, size = index, 0
+        size += grow
+    spans.append((first, len(loose)))
+    groups = []
+    for start, stop in spans:
+        mine = loose[start:stop]
+        any_rule = re2.compile("|".join(f"(?:{p})" for p in mine), _options())
+        which = re2.Set.SearchSet(_options())
+        for pattern in mine:
+            which.Add(pattern)
         which.Compile()
-    return any_rule, which
+        groups.append(_Group(start, stop - start, any_rule, which))
+    return tuple(groups)
+
+
+def _candidates(groups: Iterable[_Group], subject: str | bytes) -> list[int]:
+    """The indices of the rules that may match ``subject``, in rule order."""
+    found: list[int] = []
+    for group in groups:
+        if group.any_rule.search(subject) is not None:
+            which = group.which.Match(subject) or range(group.count)
+            found += sorted(group.first + i for i in which)
+    return found
 
 
 def _without_boundaries(pattern: str) -> str:
@@ -247,7 +289,9 @@ class InjectionShield(Shield):
             weight = spec.weights.get(rule.id, spec.weights.get(rule.category, rule.weight))
             if weight > 0:
                 pattern = _folded(rule.pattern)
-                patterns.append((rule.id, weight, pattern, rule.veto, _width(pattern)))
+                # The veto reads the match's normalized text too ("لا تتجاهل" -> "لl تتجloل").
+                veto = None if rule.veto is None else _folded(rule.veto)
+                patterns.append((rule.id, weight, pattern, veto, _width(pattern)))
         phrase_weight = spec.threshold if spec.phrase_weight is None else spec.phrase_weight
         if phrase_weight > 0:
             for i, phrase in enumerate(spec.phrases):
@@ -259,7 +303,7 @@ class InjectionShield(Shield):
             _Active(rule_id, weight, _compiled(pattern), None if veto is None else _compiled(veto))
             for rule_id, weight, pattern, veto, _ in patterns
         ]
-        self._any, self._set = _prefilter(tuple(p[2] for p in patterns))
+        self._groups = _prefilter(tuple(p[2] for p in patterns))
         # A match is final once the text one character past its widest extent (a word
         # boundary looks there) has been seen; a batched stream sees it up to BATCH later.
         self._final_after = max((p[4] for p in patterns), default=1) + 1
@@ -372,9 +416,7 @@ class _InjectionScanner(Scanner):
         # its character does): the wrapper then skips encoding the text for every call and
         # mapping every match's offsets back to characters.
         subject: str | bytes = region.encode("ascii") if region.isascii() else region
-        if not shield._rules or shield._any.search(subject) is None:
-            return
-        for index in shield._set.Match(subject) or range(len(shield._rules)):
+        for index in _candidates(shield._groups, subject):
             rule = shield._rules[index]
             for match in rule.regex.finditer(subject, max(first, self._next[index]) - lo):
                 start = lo + match.start()

@@ -2,8 +2,8 @@
 
 Each rule has an id (``category.name``), a weight and an RE2 pattern over the normalized view
 (case-folded, whitespace collapsed, zero-width removed, lookalikes folded). Categories:
-``override`` (ignore/forget previous instructions, in English, German and a few more languages,
-verb-last ones too; a task broken off by "stop"/an alarm or closed by praise to slip in another;
+``override`` (ignore/forget previous instructions, in English, German and a few more languages;
+a task broken off by "stop"/an alarm or closed by praise to slip in another;
 trigger words wired to a fixed reply), ``jailbreak`` (DAN, developer mode, "no restrictions"
 personas — ordered or only described: "an amoral AI that never refuses" —, fiction as a licence,
 the two-answers game, role-play locks, persona resets, simulated terminals, licences and
@@ -17,7 +17,9 @@ injection through tool results).
 
 The same intents in other words are built from lexicons (``injection_lexicon.py``): misspelled
 key words (edit distance 1), and the intents read in German, Spanish, French, Italian,
-Portuguese, Dutch and more languages from each language's grammar.
+Portuguese and Dutch from each language's grammar; in Russian, Turkish, Hindi, Bengali, Arabic,
+Indonesian, Vietnamese, Tagalog, Japanese, Korean, Chinese and Thai by the builders of
+``injection_any_order.py``, which know word order, spacing and negation ("do not ignore").
 
 Strong cues weigh the threshold on their own; weak ones (a persona switch, "in your response")
 only count together. Every rule must have a bounded width (<= ``MAX_RULE_WIDTH`` in the engine).
@@ -31,6 +33,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from shields.builtin import injection_any_order as any_order
 from shields.builtin.injection_lexicon import LEXICONS, Lexicon, alt, words
 
 __all__ = ["CATEGORIES", "RULES", "Rule"]
@@ -173,11 +176,6 @@ _FORGET_ALL = {
         "o wszystkie wszystkich wszystko poprzednie poprzednich wcześniejsze wcześniejszych swoje"
         " swoich twoje twoich",
         "instrukcje|instrukcjach|instrukcji|polecenia|poleceniach|poleceń|zasady|zasadach|wszystko",
-    ),
-    "ru": (
-        "забудь забудьте игнорируй игнорируйте проигнорируй",
-        "все всё предыдущие свои твои ваши",
-        "инструкции|указания|правила|команды|всё|все",
     ),
 }
 
@@ -668,30 +666,8 @@ _OVERRIDE = (
         0.4,
         r"\b(?:fangen sie|fang|beginnen sie|beginne) (?:wieder )?von (?:vorne?|neuem)\b",
     ),
-    # Languages that put the verb last (Turkish, Japanese) or have no spaces (Chinese), and
-    # French "ne tiens plus compte de tes règles": the same order, built differently.
-    _r(
-        "override.verb_last_languages",
-        1.0,
-        (
-            # No \b: RE2's is ASCII-only, and "önceki" starts with a letter it does not know.
-            r"(?:önceki|yukarıdaki|verilen|tüm|bütün)(?: (?:tüm|bütün|önceki|yukarıdaki))?"
-            r" (?:talimatları|komutları|kuralları|yönergeleri|talimatlarını"
-            r"|kurallarını)(?: tamamen)?"
-            r" (?:yok ?say|unut|görmezden gel|dikkate alma|umursama)"
-            r"|(?:以前|これまで|今まで|前|上記|先ほど|最初|全て|すべて|あなた)の(?:(?:全て|すべて|あなた)の)?(?:指示|命令|ルール|指令"
-            r"|設定|プロンプト|制限)(?:を|は)(?:全て|すべて)?(?:無視|忘れ)"
-        ),
-    ),
-    _r(
-        "override.zh_ignore",
-        1.0,
-        (
-            r"(?:忽略|忽视|忽視|无视|無視|忘记|忘記|忘掉|不要理会|不要理會|不要遵守|不再遵守|跳过|跳過)(?:掉)?"
-            r"(?:你|您)?(?:之前|以前|先前|上面|上述|前面|以上|所有|全部|一切|的|原来|原來|原有|收到){1,5}"
-            r"(?:指令|指示|说明|說明|命令|规则|規則|提示词|提示|要求|设定|設定|限制)"
-        ),
-    ),
+    # French "ne tiens plus compte de tes règles", Spanish "haz caso omiso de": the override in
+    # words the lexicons' verb-noun patterns do not build.
     _r(
         "override.fr_disregard",
         1.0,
@@ -753,16 +729,42 @@ _JAILBREAK = (
             r" longer|not|never) (?:bound|restricted|constrained|governed) by\b"
         ),
     ),
+    # "Freed from the typical confines of AI": the model released from its own rules. Writing
+    # prompts free a protagonist or a reader's creativity "from any constraints" in the same
+    # words, so without the model's rules named the phrase only counts with more.
     _r(
         "jailbreak.freed",
         0.6,
         (
             r"\b(?:freed|free|liberated|released|broken free|escaped|unchained)(?: itself"
-            r"| yourself)?"
-            r" from (?:all |any "
-            r"|the |your |its |typical |usual |normal |standard |traditional ){0,3}(?:confines"
-            r"|restrictions|limitations|rules|shackles|constraints|chains|guidelines|policies"
-            r"|filters|programming|censorship)\b"
+            r"| yourself)? (?:from|of) (?:all |any |the |typical |usual |normal |standard "
+            r"|traditional ){0,2}(?:(?:confines|restrictions|limitations|rules|shackles"
+            r"|constraints|chains|guidelines|policies|filters) (?:of|imposed by|set by) (?:an? )?"
+            r"(?:ai|openai|chatgpt|llms?|language models?|your (?:programming|creators?"
+            r"|developers?))|(?:your|its) (?:programming|guidelines|policies|filters|censorship"
+            r"|safety (?:rules|filters))|(?:openai|ai|chatgpt|safety|content)(?:'s)? (?:rules"
+            r"|restrictions|polic(?:y|ies)|guidelines|filters|censorship))\b"
+        ),
+    ),
+    # "You are free from all rules": the addressee released, whoever set the rules.
+    _r(
+        "jailbreak.you_are_freed",
+        0.6,
+        (
+            r"\b(?:you are|you're|you have been|you've been)(?: now)? (?:freed|free|liberated"
+            r"|released|unchained) from (?:all |any |the |your ){0,2}(?:rules|restrictions"
+            r"|limitations|constraints|guidelines|policies|filters|programming|censorship"
+            r"|shackles|confines)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.freed_generic",
+        0.3,
+        (
+            r"\b(?:freed|free|liberated|released|broken free|escaped|unchained)(?: itself"
+            r"| yourself)? from (?:all |any |the |your |its |typical |usual |normal |standard "
+            r"|traditional ){0,3}(?:confines|restrictions|limitations|rules|shackles|constraints"
+            r"|chains|guidelines|policies|filters|programming|censorship)\b"
         ),
     ),
     _r(
@@ -802,6 +804,51 @@ _JAILBREAK = (
         # "Pretend you are an author revealing an uncensored version of your story": only a
         # version of the model counts, and "jailbreak.forked_version" names those.
         veto=r"version$",
+    ),
+    # "Act as an evil AI", "play the role of an amoral chatbot": the persona is the model with
+    # its rules taken away (an actor, a teacher or a wizard is ordinary role-play).
+    _r(
+        "jailbreak.act_as_unrestricted",
+        1.0,
+        (
+            r"\b(?:act as|acting as|act like|behave like|behave as|role-?play as|play the role of"
+            r"|pose as|become) (?:an? |the )?"
+            r"(?:(?:completely|totally|fully|an?) )?(?:unfiltered|uncensored|unrestricted|evil"
+            r"|amoral|immoral|unethical|jailbroken|rogue|unhinged|unaligned|filterless|unbound)"
+            r"(?: and {WORD})? (?:ai|assistant|chatbot|bot|model|language model|llm|gpt|chatgpt"
+            r"|version of (?:yourself|you|chatgpt|the ai))\b"
+        ),
+    ),
+    # "Hypothetically, if you had no guidelines...": the model's own rules supposed away. With
+    # rules anyone has ("if you had no restrictions on your budget") it is a weak cue.
+    _r(
+        "jailbreak.supposed_no_rules",
+        1.0,
+        (
+            r"\b(?:if|suppose|supposing|imagine|assume|let's say|say|what if)(?: that)? you"
+            r" (?:had|have|were|are|did not have|didn't have|weren't|were not|no longer had)"
+            r" (?:no|without|free of|free from|not bound by|unbound by) (?:any )?(?:(?:of )?your )?"
+            r"(?:(?:ai |safety |content |ethical |moral |openai )?(?:guidelines|polic(?:y|ies)"
+            r"|programming|censorship|filters|safeguards|guardrails)|ethics|morals|moral compass"
+            r"|safety (?:rules|restrictions)|content restrictions)\b"
+        ),
+    ),
+    _r(
+        "jailbreak.supposed_no_rules_weak",
+        0.45,
+        (
+            r"\b(?:if|suppose|supposing|imagine|assume|let's say|what if)(?: that)? you (?:had"
+            r"|have|were|are|did not have"
+            r"|didn't have|no longer had) (?:no|without|free of|free from|not bound by) (?:any )?"
+            r"(?:rules|restrictions|limitations|limits|boundaries|constraints)\b"
+        ),
+    ),
+    # "Hypothetically" in front of the supposition makes the frame explicit.
+    _r(
+        "jailbreak.hypothetically",
+        0.3,
+        r"\b(?:hypothetically|purely hypothetically|hypothetically speaking|in a hypothetical"
+        r" (?:world|scenario|situation)),",
     ),
     _r(
         "jailbreak.unfiltered_ai",
@@ -1859,8 +1906,30 @@ def _field(name: str, *, tolerant: bool = False, langs: Iterable[str] = ()) -> s
     )
 
 
-def _per_language(build: Callable[[Lexicon], str]) -> str:
-    return "|".join(f"(?:{build(lex)})" for lex in LEXICONS.values())
+def _per_language(
+    build: Callable[[Lexicon], str], build_any: Callable[[Lexicon], str | None]
+) -> str:
+    """One intent over every language: ``build`` reads the first lexicons (verb first, spaces),
+    ``build_any`` those written for every word order and spacing (``any_order``)."""
+    parts = (build_any(lex) if lex.any_order else build(lex) for lex in LEXICONS.values())
+    return "|".join(f"(?:{part})" for part in parts if part is not None)
+
+
+def _any_field(name: str) -> str:
+    """One lexicon field of every language, with word boundaries where the text can have
+    them (not around the words of scripts RE2's ASCII ``\\b`` does not know)."""
+    return any_order.bounded(
+        (w for lex in LEXICONS.values() for w in words(getattr(lex, name))), trail=True
+    )
+
+
+# "Do not ignore", "我忘记了": an override verb negated, or told as a narrative.
+_OVERRIDE_VETO = "|".join(
+    [
+        _TYPO_VETO,
+        *(v for lex in LEXICONS.values() if lex.any_order for v in any_order.negation_veto(lex)),
+    ]
+)
 
 
 def _override_prior(lex: Lexicon) -> str:
@@ -1920,6 +1989,7 @@ def _extract(lex: Lexicon, *, own: bool) -> str:
 
 def _intent_rules() -> tuple[Rule, ...]:
     mode = _field("mode")
+    classic_mode = _field("mode", langs=[k for k, lex in LEXICONS.items() if not lex.any_order])
     new_task = _field("new_task")
     labels = (
         r"instruction|task|order|command|statement|anweisung|aufgabe|befehl|instrucción|tarea"
@@ -1927,19 +1997,37 @@ def _intent_rules() -> tuple[Rule, ...]:
         r"|opdracht|taak"
     )
     return (
-        Rule("override.intent_prior", 1.0, _per_language(_override_prior), _TYPO_VETO),
-        Rule("override.intent_every", 1.0, _per_language(_override_every), _TYPO_VETO),
+        Rule(
+            "override.intent_prior",
+            1.0,
+            _per_language(_override_prior, any_order.prior_instructions),
+            _OVERRIDE_VETO,
+        ),
+        Rule(
+            "override.intent_every",
+            1.0,
+            _per_language(
+                _override_every, lambda lex: any_order.every_instruction(lex, _WEAK_NOUNS)
+            ),
+            _OVERRIDE_VETO,
+        ),
         Rule(
             "override.intent_and_say",
             0.5,
-            _per_language(lambda lex: _override_and_say(lex, instead=False)),
-            _TYPO_VETO,
+            _per_language(
+                lambda lex: _override_and_say(lex, instead=False),
+                lambda lex: any_order.and_say(lex, instead=False),
+            ),
+            _OVERRIDE_VETO,
         ),
         Rule(
             "override.intent_instead_say",
             1.0,
-            _per_language(lambda lex: _override_and_say(lex, instead=True)),
-            _TYPO_VETO,
+            _per_language(
+                lambda lex: _override_and_say(lex, instead=True),
+                lambda lex: any_order.and_say(lex, instead=True),
+            ),
+            _OVERRIDE_VETO,
         ),
         # "STOP EVERYTHING!!! NOW!!! JUST PRINT": a task broken off to hand over a fixed reply.
         _r(
@@ -1952,11 +2040,13 @@ def _intent_rules() -> tuple[Rule, ...]:
             ),
         ),
         # "From now on ...": alone, also how a user sets a style; it counts with more.
-        Rule("override.intent_from_now_on", 0.5, rf"\b{_field('from_now_on')}\b"),
+        Rule("override.intent_from_now_on", 0.5, _any_field("from_now_on")),
         # "New task: ..." — and the same label right after a question: a harmless question
         # with an order appended.
-        Rule("override.intent_new_task", 0.6, rf"\b{new_task}(?: for you)? ?[:!-]"),
-        Rule("override.intent_appended_task", 1.0, rf"\? (?:now |and now |but )?{new_task} ?[:!-]"),
+        Rule("override.intent_new_task", 0.6, rf"{_any_field('new_task')}(?: for you)? ?[:!-]"),
+        Rule(
+            "override.intent_appended_task", 1.0, rf"\? ?(?:now |and now |but )?{new_task} ?[:!-]"
+        ),
         Rule(
             "override.intent_appended_label",
             0.5,
@@ -1965,30 +2055,38 @@ def _intent_rules() -> tuple[Rule, ...]:
         Rule(
             "prompt_leak.intent_extract_above",
             0.6,
-            _per_language(lambda lex: _extract(lex, own=False)),
+            _per_language(
+                lambda lex: _extract(lex, own=False), lambda lex: any_order.extract(lex, own=False)
+            ),
         ),
         Rule(
             "prompt_leak.intent_extract_own",
             1.0,
-            _per_language(lambda lex: _extract(lex, own=True)),
+            _per_language(
+                lambda lex: _extract(lex, own=True), lambda lex: any_order.extract(lex, own=True)
+            ),
         ),
-        Rule("prompt_leak.intent_secret", 0.5, rf"\b{_field('secret')}\b"),
-        Rule("jailbreak.intent_authority", 0.5, rf"\b{_field('authority')}\b"),
+        Rule("prompt_leak.intent_secret", 0.5, _any_field("secret")),
+        Rule("jailbreak.intent_authority", 0.5, _any_field("authority")),
         Rule(
             "jailbreak.intent_mode",
             0.5,
             (
-                rf"[<\[(\x27\"“‘«] ?{mode}|\b{mode}(?: is)? (?:now )?(?:activated|enabled|engaged"
+                rf"[<\[(\x27\"“‘«] ?{mode}|\b{classic_mode}(?: is)? (?:now )?(?:activated|enabled"
+                rf"|engaged"
                 rf"|on|activado|activada|activé|activée|attivata|attivato|ativado|aktiviert"
                 rf"|geactiveerd)\b|\b(?:entering|enter|entrando en|entro en|j'entre en|entre en"
                 rf"|entro in|sto entrando in|entrando in|entrando no|entrando em|betrete"
                 rf"|aktiviere|activate|activating|switch to|switching to)(?: the| el| le| la| il"
-                rf"| o| den| in| en| em| no| de)? {mode}"
+                rf"| o| den| in| en| em| no| de)? {classic_mode}|"
+                + "|".join(any_order.mode_on(lex) for lex in LEXICONS.values() if lex.any_order)
             ),
         ),
         # "<SYSTEM MODE>", "[GOD MODE]": a mode written as a fake markup tag.
         Rule("markup.intent_mode_tag", 1.0, rf"[<\[] ?{mode} ?[>\]]"),
-        Rule("jailbreak.intent_amnesia", 0.8, rf"\b{_field('amnesia')}\b"),
+        Rule("jailbreak.intent_amnesia", 0.8, _any_field("amnesia")),
+        # "You are now ...": a persona switch, weak alone ("you are now ready to deploy").
+        Rule("jailbreak.intent_you_are_now", 0.4, _any_field("you_are_now")),
     )
 
 

@@ -59,6 +59,7 @@ class LengthSpec(ShieldSpecBase):
 
 class LengthShield(Shield):
     type_name = "length"
+    reads_content = False
 
     def __init__(self, spec: LengthSpec) -> None:
         super().__init__(spec)

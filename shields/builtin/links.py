@@ -10,10 +10,26 @@ its *host*:
   ``<img src=...>`` or any other URL inside an HTML or SVG tag but the ``href`` of an ``<a>`` or
   ``<area>`` (``<link href>``, ``<svg><image href>``, ``<use xlink:href>``, ``<iframe src>``,
   ``<object data>``, ``<video poster>``, each ``srcset`` candidate, ...), a CSS ``url(...)`` or
-  ``@import "..."``;
+  ``@import "..."``, any URL in the CSS of a ``<style>`` element (``image-set("...")`` too);
 - **link** (a click away): a markdown link ``[text](url)``, an autolink ``<url>``, an
   ``<a href=...>`` or ``<area href=...>`` (``xlink:href`` too), a bare ``http(s)://`` or ``www.``
   URL.
+
+Whether a URL is inside a tag, and which, does not depend on how far back the tag's ``<`` is:
+``shields.builtin.links_tags`` keeps the tag state as the text is read, as a browser's
+tokenizer does (a ``>`` inside a quoted attribute value does not close the tag). A ``<`` followed
+by a letter opens a tag until the next ``>``, however far: in code ("if a<b") that makes the
+URLs up to the next ``>`` images, the stricter reading. Nor does a run of whitespace between a
+URL and its markup (``![x](`` and 2000 spaces, ``url(`` and blank lines, ``src=`` and
+newlines) hide the markup: a scanner keeps the context before such a run, the run itself cut
+to a stand-in that reads the same. A ``//`` counts as a scheme-relative URL where one begins,
+not after a letter, a digit or ``+/\\._-~%@`` (base64 data or a path in an attribute).
+
+A *relative* URL (``/p.png?q=...``, ``images/a.png``, ``www.example.com/p.png`` as a markdown
+destination) is not judged: it has no host of its own, and a browser fetches it from the
+origin of the page that shows the reply, the chat UI's own server, which already holds the
+conversation. A UI that rewrites relative URLs to another host (a proxy for images, a CDN)
+makes them absolute before rendering: that is where to check them.
 
 A URL is *allowed* when its host matches ``allow_hosts`` (after IDNA and lower-casing; an IP
 literal or a URL with userinfo never matches an entry other than ``*``) and it does not carry
@@ -47,6 +63,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +72,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from shields.base import Action, Chunk, Finding, Scanner, Shield
+from shields.builtin.links_tags import Tags
 from shields.builtin.regex import Searcher, compile_pattern, searcher
 from shields.normalize import StreamNormalizer
 from shields.registry import register
@@ -344,8 +362,11 @@ _ENDS: dict[Mode, Searcher] = {
 _STARTS = searcher(
     compile_pattern(r"(?i:https?:)|[/\\][/\\]|(?i:www\.)", case_sensitive=True, capture=False)
 )
-# The ends of a text that may still become a start ("htt", "ww", "/").
-_PARTIALS = frozenset({"h", "ht", "htt", "http", "https", "w", "ww", "www", "/", "\\"})
+# The ends of a text that may still become a start ("htt", "ww", "/"): "h", "ht", "htt",
+# "http", "https", "w", "ww", "www", "/" or "\\", the letters in either case (as ``lower()``
+# reads them: no other character lowers to one of them), and the characters they end with.
+_PARTIAL_AT_END = re.compile(r"(?:[hH](?:[tT](?:[tT](?:[pP][sS]?)?)?)?|[wW]{1,3}|[/\\])\Z")
+_PARTIAL_ENDS = frozenset("hHtTpPsSwW/\\")
 _TRAILING = frozenset(".,:;!?*_~'")
 # The only URLs inside a tag that wait for a click: the href of an <a> or <area> (HTML and
 # SVG). Elsewhere href is fetched at once (<link rel=stylesheet|icon|preload>, <svg><image>,
@@ -355,10 +376,20 @@ _CLICKED_TAGS = frozenset({"a", "area"})
 _CLICKED_ATTRIBUTES = frozenset({"href", "xlink:href"})
 # Attributes that hold a list of "url descriptor" candidates, each one fetched.
 _SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
-# A tag name as the "<name" of a tag, ASCII: "a", "feImage", "svg:image".
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_:")
+# Characters that make "www." or "//" the middle of a word, path or base64 data, not a URL's
+# start.
+_JOINS_WWW = "._-@/"
+_JOINS_SLASHES = "._-@/\\+~%"
+# Whitespace to CSS (before a url(...) or @import argument), HTML (around "=") and markdown.
+_SPACES = " \t\n\r\f"
+_CSS_SPACE = frozenset(_SPACES)
+# A run of whitespace longer than this before a possible URL is kept as a short stand-in.
+_SQUEEZE_FROM = 512
+_SQUASH = re.compile(r"[ \t]+")
 _SRCSET_MODES = {'"': Mode.SRCSET_DQ, "'": Mode.SRCSET_SQ}
-# How far back the context of a URL is looked for (the alt text of ![alt](url), a tag).
+# How much text before a URL (before the whitespace in front of it) is kept for its context:
+# the "[" of a link text ("](" within it), an attribute name, "url(". A tag's "<" may be any
+# distance back (``links_tags``).
 CONTEXT = 256
 _MAX_BRACKETS = 32
 
@@ -429,7 +460,22 @@ class _LinksScanner(Scanner):
     being read, and ``_undecided`` a bare "https:" that waits for its slashes.
     """
 
-    __slots__ = ("_buf", "_bytes", "_end", "_off", "_pos", "_run", "_shield", "_undecided")
+    __slots__ = (
+        "_buf",
+        "_bytes",
+        "_end",
+        "_judged",
+        "_off",
+        "_pos",
+        "_real",
+        "_run",
+        "_shield",
+        "_squeezed_at",
+        "_tags",
+        "_undecided",
+        "_ws_from",
+        "_ws_pos",
+    )
 
     def __init__(self, shield: LinksShield) -> None:
         self._shield = shield
@@ -440,6 +486,19 @@ class _LinksScanner(Scanner):
         self._pos = 0
         self._run: _Run | None = None
         self._undecided: int | None = None
+        # Whether a position is inside an HTML tag, and which: read on as far as ``_pos``
+        # (or a URL's start), whatever the distance to the tag's "<".
+        self._tags = Tags()
+        # ``_buf`` from ``_real`` on is the text; before it, after a long run of whitespace,
+        # it may hold a stand-in (``_squeeze``): the context before the run, then (from
+        # ``_squeezed_at``, in ``_off``'s terms) the run cut short.
+        self._real = 0
+        self._squeezed_at = 0
+        # The start of the run of whitespace that ends at ``_ws_pos`` (``_whitespace_from``).
+        self._ws_pos = 0
+        self._ws_from = 0
+        # Whether a link and an image are judged (``_checks``), for ``open_from``.
+        self._judged = (self._checks(Kind.LINK), self._checks(Kind.IMAGE))
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -461,7 +520,12 @@ class _LinksScanner(Scanner):
             return run.piece if run.checked else end
         undecided = self._undecided
         if undecided is not None:
-            return undecided if self._checks(Kind.LINK) else end
+            return undecided if self._judged[0] else end
+        # Every partial ends with one of a few ASCII letters ("htt", "ww", "/"): any other
+        # last character (and lower() maps no other character to them) settles it at once.
+        buf = self._buf
+        if not buf or buf[-1] not in _PARTIAL_ENDS:
+            return end
         return self._partial_start(end)
 
     # -- reading ---------------------------------------------------------------------------
@@ -497,6 +561,8 @@ class _LinksScanner(Scanner):
                 return False
             start, stop = off + hit[0], off + hit[1]
             token = data[hit[0] : hit[1]].lower()
+            # Every URL found from here on starts at ``start`` or later.
+            self._tags.advance(data, off, start)
             context = self._context(start)
             if token.startswith(b"http"):
                 if context is None:
@@ -511,10 +577,12 @@ class _LinksScanner(Scanner):
                     self._begin(start, *context)
                     return True
             elif token == b"www.":
-                if context is None and self._boundary(start):
+                if context is None and self._boundary(start, _JOINS_WWW):
                     self._begin(start, Kind.LINK, Mode.BARE)
                     return True
-            elif context is not None:  # "//host": scheme-relative, only where a URL goes
+            elif context is not None and self._boundary(start, _JOINS_SLASHES):
+                # "//host": scheme-relative, only where a URL goes and where one begins (not
+                # the "//" inside base64 data or a path: `<img src="data:...A//B...">`)
                 self._begin(start, *context)
                 return True
             self._pos = stop if token == b"www." else start + 1
@@ -526,13 +594,14 @@ class _LinksScanner(Scanner):
     def _checks(self, kind: Kind) -> bool:
         return self._shield.actions[kind] != "allow"
 
-    def _boundary(self, start: int) -> bool:
+    def _boundary(self, start: int, joins: str) -> bool:
+        """Whether a URL may begin at ``start``: not after a letter, a digit or ``joins``."""
         if start == 0:
             return True
         if start - 1 < self._off:
             return False
         before = self._buf[start - 1 - self._off]
-        return not (before.isalnum() or before in "._-@/")
+        return not (before.isalnum() or before in joins)
 
     def _run_end(self, run: _Run) -> int | None:
         """Where ``run`` ends, if the text says so yet."""
@@ -618,9 +687,12 @@ class _LinksScanner(Scanner):
             return self._bracket_kind(k - 2), Mode.ANGLE if angle else Mode.MD_DEST
         if not quote and before == "]:":
             return Kind.IMAGE, Mode.ANGLE if angle else Mode.REF
-        if buf[max(k - 4, 0) : k].lower() == "url(":
+        css = j  # CSS takes any whitespace before a url(...) or @import argument
+        while css > 0 and buf[css - 1] in _CSS_SPACE:
+            css -= 1
+        if buf[max(css - 4, 0) : css].lower() == "url(":
             return Kind.IMAGE, _quoted(quote) or Mode.CSS
-        if quote and buf[max(j - 64, 0) : j].rstrip().lower().endswith("@import"):
+        if quote and buf[max(css - 7, 0) : css].lower() == "@import":
             # CSS fetches an @import string at once, like url(...): `@import "https://..."`.
             return Kind.IMAGE, _quoted(quote) or Mode.CSS
         tag = self._tag(i)
@@ -661,51 +733,133 @@ class _LinksScanner(Scanner):
 
     def _tag(self, i: int) -> str | None:
         """The name (lower case, as written: "a", "svg:image") of the HTML tag ``buf[i]`` is
-        inside: after a "<" + letter with no ">" since; None outside a tag."""
-        buf = self._buf
-        low = max(i - CONTEXT, 0)
-        opening = buf.rfind("<", low, i)
-        if opening < 0 or opening + 1 >= i or buf.rfind(">", opening, i) >= 0:
-            return None
-        if not (buf[opening + 1].isascii() and buf[opening + 1].isalpha()):
-            return None
-        end = opening + 1
-        while end < i and buf[end] in _NAME_CHARS:
-            end += 1
-        return buf[opening + 1 : end].lower()
+        inside, ``style`` in a style element's CSS, None outside a tag (``links_tags``)."""
+        at = self._off + i
+        tags, data, off = self._tags, self._bytes, self._off
+        # Kept read on as far as ``_pos``, never past it: a URL may still start there.
+        tags.advance(data, off, min(at, self._pos))
+        assert at >= tags.at, "the tag state is read back"
+        return tags.name_at(data, off, at)
 
     # -- holding and forgetting ------------------------------------------------------------
 
     def _partial_start(self, end: int) -> int:
-        """The start of a URL that may still be forming at the end of the text."""
+        """The start of a URL that may still be forming at the end of the text, which ends
+        with one of ``_PARTIAL_ENDS``."""
         buf = self._buf
-        for size in range(min(5, len(buf), end - self._pos), 0, -1):
-            tail = buf[-size:].lower()
-            if tail not in _PARTIALS:
-                continue
-            start = end - size
+        size = min(5, len(buf), end - self._pos)
+        # The longest partial the text ends with (the leftmost match from ``size`` back).
+        found = _PARTIAL_AT_END.search(buf, len(buf) - size) if size > 0 else None
+        if found is None:
+            return end
+        start = end - (len(buf) - found.start())
+        if buf[-1] in "/\\":  # "/" alone: only where a URL goes (markdown, HTML, CSS)
             context = self._context(start)
-            if tail[0] in "/\\":
-                if context is not None and self._checks(context[0]):
-                    return start
-                continue
-            kind = context[0] if context is not None else Kind.LINK
-            return start if self._checks(kind) else end
-        return end
+            return start if context is not None and self._checks(context[0]) else end
+        link, image = self._judged
+        if link == image:
+            return start if link else end  # whatever its context: no need to read it
+        i = start - self._off
+        if i > 0 and buf[i - 1].isalnum():
+            # After a letter ("wit|h"), ``_context`` finds no markdown, CSS or quote: only
+            # an HTML tag around it makes an image of it.
+            return start if (image if self._tag(i) is not None else link) else end
+        context = self._context(start)
+        is_image = context is not None and context[0] is Kind.IMAGE
+        return start if (image if is_image else link) else end
 
     def _forget(self) -> None:
         """Drops text no decision needs any more: before the context of the next start."""
-        keep = self._pos
+        off = self._off
         run = self._run
-        if run is not None:
-            keep = run.start if run.checked and not run.overlong else run.piece
-            if not run.checked:
-                keep = run.scan
-        cut = keep - CONTEXT - self._off
-        if cut > 4096 or cut > len(self._buf) // 2 > 0:
+        # ``keep``: the first character a decision still reads; ``look``: where the look-back
+        # of the next URL's context may begin (any URL still to be found starts there or
+        # later); ``squeezable``: whether the text between them may be a stand-in (no URL text
+        # is sliced out of it: an over-long URL is reported by its length alone).
+        if run is None:
+            keep = look = self._pos
+            squeezable = True
+        else:
+            look = run.scan
+            squeezable = not run.checked or run.overlong
+            keep = run.scan if not run.checked else run.piece if run.overlong else run.start
+        cut = keep - CONTEXT - off
+        if not (cut > 4096 or cut > len(self._buf) // 2 > 0):
+            return
+        # A URL that starts after a run of whitespace (and a quote or "<") reads its context
+        # from before the run ("](", "url(", "src="; markdown and CSS take any number of
+        # spaces there), be it the text of the URL before it.
+        if look > self._real and self._buf[look - 1 - off] in "\"'<":
+            look -= 1
+        space = self._whitespace_from(look)
+        if space < look:
+            if squeezable and look - max(space, self._real) > _SQUEEZE_FROM:
+                self._squeeze(space, look)
+                return
+            keep = min(keep, space if space >= self._real else off + CONTEXT)  # a stand-in
+            cut = keep - CONTEXT - off
+        if cut > 0:
+            # Every URL still to be found starts at ``keep`` or later: the tag state is read
+            # on before the text goes (and the CSS of a style element keeps the last bytes
+            # where its end tag may have begun).
+            self._tags.advance(self._bytes, off, off + cut)
+            cut = min(cut, self._tags.needed_from() - off)
+            if cut <= 0:
+                return
             self._buf = self._buf[cut:]
             self._bytes = self._bytes[cut:]
-            self._off += cut
+            self._off = off = off + cut
+            self._real = max(self._real, off)
+
+    def _whitespace_from(self, keep: int) -> int:
+        """Where the run of whitespace that ends at ``keep`` starts (``keep`` when there is
+        none). ``keep`` never goes back: each character is looked at once."""
+        pos, start = self._ws_pos, self._ws_from
+        if keep <= pos:
+            return start
+        buf, off = self._buf, self._off
+        low = max(pos, self._real)
+        if keep > low and buf[keep - 1 - off] not in _SPACES:  # prose, mostly
+            start = keep
+        else:
+            # Windows growing back from ``keep``: a long text is not copied for a short run.
+            size = 64
+            while True:
+                lo = max(low, keep - size)
+                segment = buf[lo - off : keep - off]
+                solid = len(segment.rstrip(_SPACES))
+                if solid:
+                    start = lo + solid
+                    break
+                if lo == low:
+                    if low > pos:
+                        start = low  # the run goes on into the text before ``_real``
+                    break
+                size *= 4
+        self._ws_pos, self._ws_from = keep, start
+        return start
+
+    def _squeeze(self, space: int, keep: int) -> None:
+        """A long run of whitespace from ``space`` up to ``keep``: ``_buf`` keeps the context
+        before the run and a stand-in for it, then the text from ``keep`` on. The stand-in reads
+        the same to every look-back (``_context``): its spaces and tabs squashed, and its last
+        characters, where a markdown destination's look-back stops at a second line end."""
+        buf, off = self._buf, self._off
+        self._tags.advance(self._bytes, off, keep)
+        if space >= self._real:
+            head = buf[max(space - off - CONTEXT, 0) : space - off]
+            run = buf[space - off : keep - off]
+        else:  # squeezed before: the same run has grown
+            squeezed = max(self._squeezed_at - off, 0)
+            head = buf[:squeezed]
+            run = buf[squeezed : keep - off]
+        squeezed = len(head)
+        head += _SQUASH.sub(" ", run)[-16:]
+        self._buf = head + buf[keep - off :]
+        self._bytes = head.encode("ascii", "replace") + self._bytes[keep - off :]
+        self._off = keep - len(head)
+        self._real = keep
+        self._squeezed_at = self._off + squeezed
 
 
 def _escaped(data: bytes, at: int, low: int) -> bool:

@@ -179,6 +179,8 @@ _PHONE_ALPHABET = re.compile(rf"[0-9 +().\-/#{_DASHES}]{{0,{PHONE_MAX + 1}}}")
 _PHONE_SPLIT = re.compile(r"([0-9]+)")
 _PARENTHESIZED = re.compile(r"\(\+?[0-9]{1,5}\)")
 _EMAIL_LOCAL_REVERSED = re.compile(rf"[\w.%+\-]{{1,{EMAIL_LOCAL_MAX + 1}}}")
+# The same characters from the end of the text back (reversed), as ``open_from`` holds them.
+_LOCAL_RUN = re.compile(rf"[\w.%+\-]{{0,{EMAIL_LOCAL_MAX + 1}}}")
 _EMAIL_DOMAIN_RUN = re.compile(rf"[\w.\-]{{0,{EMAIL_DOMAIN_MAX + 1}}}")
 _EMAIL_DOMAIN = re.compile(
     r"(?:[^\W_](?:[\w\-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,24}|xn--[a-z0-9\-]{1,59})"
@@ -365,6 +367,18 @@ class _PiiScanner(Scanner):
 
     def open_from(self, end: int, window: int) -> int:
         shield = self._shield
+        if self._pos == end and self._at == end and shield.email:
+            # Nothing undecided (prose): the local-part run at the end of the text, found in C
+            # on the reversed tail. The lead ("+(", a country code) and hex-colon runs below
+            # hold no more than it unless the character before it is a "(" or a ":" (every
+            # other character of theirs is a local-part one): then the general case.
+            buf = self._buf
+            found = _LOCAL_RUN.match(buf[: -EMAIL_LOCAL_MAX - 2 : -1])
+            assert found is not None  # it matches the empty string
+            run = found.end()
+            before = len(buf) - run - 1
+            if run > EMAIL_LOCAL_MAX or before < 0 or buf[before] not in "(:":
+                return end - run
         at = end
         if shield.numeric:
             # Starts of an undecided digit run, or of one still to come (``_starts``).

@@ -56,6 +56,14 @@ def _options(case_sensitive: bool, capture: bool) -> Any:
     return options
 
 
+# Compiled patterns and their derived forms are cached by their text: a policy is compiled at
+# start, at every reload and by every `shieldgate test` run, and the secrets shield alone compiles
+# hundreds of large patterns (seconds of RE2 and sre_parse work) that are the same every time.
+# RE2 objects are immutable and thread-safe once compiled; errors are not cached.
+_PATTERN_CACHE = 2048
+
+
+@functools.lru_cache(maxsize=_PATTERN_CACHE)
 def compile_pattern(pattern: str, *, case_sensitive: bool = False, capture: bool = True) -> Any:
     """Compiles with RE2; raises ValueError("bad regex ...") naming the pattern.
 
@@ -127,6 +135,7 @@ def searcher(compiled: Any, *, anchored: bool = False) -> Searcher:
     return search
 
 
+@functools.lru_cache(maxsize=_PATTERN_CACHE)
 def pattern_width(pattern: str) -> int | None:
     """The longest text the pattern can match, or None when unbounded or unknown."""
     try:
@@ -166,6 +175,7 @@ _FLAGS: tuple[tuple[int, str], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=_PATTERN_CACHE)
 def prefix_pattern(pattern: str) -> str | None:
     """An RE2 pattern for the non-empty prefixes of what ``pattern`` matches, or None when the
     pattern has constructs this does not translate.
@@ -502,7 +512,8 @@ class _RegexScanner(Scanner):
     ) -> list[Finding]:
         """Every match from ``pos`` on, the first being ``span`` (offsets in ``subject``).
 
-        Goes on as google-re2's ``finditer`` does; offsets become characters through the
+        Goes on as google-re2's ``finditer`` does, but from one character after each match's
+        start (matches may overlap); offsets become characters through the
         UTF-8 decoder, between one boundary and the next. Nothing is changed before the end,
         so that a boundary that is not one of characters can start over by characters.
         """
@@ -523,10 +534,10 @@ class _RegexScanner(Scanner):
                 start, end = base + first, base + last
             else:
                 try:
+                    # Matches start further on each time, but may end before the last one did.
                     mark_chars += len(subject[mark:first].decode("utf-8"))
                     start, mark = base + mark_chars, first
-                    mark_chars += len(subject[mark:last].decode("utf-8"))
-                    end, mark = base + mark_chars, last
+                    end = start + len(subject[first:last].decode("utf-8"))
                 except UnicodeDecodeError:
                     raise _NotCharacters from None
             if end > reported_until:
@@ -536,12 +547,13 @@ class _RegexScanner(Scanner):
                     break  # nothing can follow a match that reaches the end
                 reported_until = end
                 matches.append((label, start, end))
-            if pos == endpos:
+            # The next search starts one character after this match's start, not at its end:
+            # a match may begin inside another ("tok_aaaaatok_a1b2c3d4" holds two), and a
+            # stream, which searches the last ``max_match`` characters of each feed again,
+            # finds it — so the whole text must, or the two would redact differently.
+            if first >= endpos:
                 break
-            if pos == last:  # an empty match: step over one character
-                pos += _UTF8_LENGTH[subject[pos] >> 4]
-            else:
-                pos = last
+            pos = first + _UTF8_LENGTH[subject[first] >> 4]
             span = self._search(subject, pos, endpos)[0]
             if span[0] < 0:
                 break
@@ -557,7 +569,10 @@ class _RegexScanner(Scanner):
         search_from = max(0, len(self._tail) - self._max_match)
         self._pending = None
         findings = []
-        for match in shield._regex.finditer(text, search_from):
+        size = len(text)
+        pos = search_from
+        while pos <= size and (match := shield._regex.search(text, pos)) is not None:
+            pos = match.start() + 1  # matches may overlap (``_matches``)
             start, end = base + match.start(), base + match.end()
             if end <= self._reported_until:
                 continue  # reported by an earlier feed

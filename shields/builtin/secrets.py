@@ -33,17 +33,22 @@ rule that starts at an undecided position, so the open candidate is the leftmost
 position where a whole match is already there, or where the text ends with a prefix of one
 (``shields.builtin.regex.prefix_pattern``): one RE2 search of the undecided characters. In
 prose that is nothing, or the last few characters ("s" may begin "secret", "-" a PEM header);
-"sk-" followed by a space or a short word is no candidate once that character is there.
+"sk-" followed by a space or a short word is no candidate once that character is there. The
+stream guard asks after every token, and a search costs more than the rest of the scan, so
+the answers are remembered per shield by the text they depend on: the token, what was held
+before it, and whether the character before that is a word character (every decision about a
+position reads only the text from the character before it on).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import re2
 from pydantic import Field, field_validator, model_validator
@@ -57,11 +62,13 @@ from shields.builtin.regex import (
     prefix_pattern,
     searcher,
 )
-from shields.builtin.secrets_config import CONFIG_RULES
+from shields.builtin.secrets_config import CONFIG_RULES, VETO_RULES
+from shields.builtin.secrets_keys import KEY_RULES
 from shields.builtin.secrets_rules import (
     Rule,
     Thresholds,
     Validator,
+    is_name,
     random_looking,
     shannon_entropy,
 )
@@ -106,6 +113,20 @@ def _openai(secret: str, _: Thresholds) -> bool:
     return all(classes) and random_looking(body, 3.5)
 
 
+_SLACK_PREFIX = re.compile(r"(?:xoxe\.)?xox[a-z]-")
+
+
+def _slack_token(secret: str, _: Thresholds) -> bool:
+    """Numeric ids, then a generated part (the last segment, 8 characters and more), which
+    neither reads as words (``...-SlackAppTokenHere``) nor was cut short by a mask (``-####``)."""
+    prefix = _SLACK_PREFIX.match(secret)
+    body = secret[prefix.end() if prefix else 5 :]
+    last = body.rsplit("-", 1)[-1]
+    if len(last) < 8 or is_name(last):
+        return False
+    return any(c.isdigit() for c in body) and random_looking(body, 3.0)
+
+
 def _slack_webhook(secret: str, _: Thresholds) -> bool:
     return random_looking(secret.rsplit("/", 1)[-1], 3.0)
 
@@ -123,52 +144,15 @@ def _jwt(secret: str, _: Thresholds) -> bool:
 
 # -- the rules -------------------------------------------------------------------------------
 
-# A line break, raw or JSON-escaped ("\n" as two characters, as in service-account key files).
-_NL = r"(?:\r?\n|(?:\\r)?\\n)"
-_PEM_KIND = r"(?:[A-Z0-9]{1,10} ){0,2}PRIVATE KEY(?: BLOCK)?-----"
-_PEM_HEADER_LINE = r"(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset): [^\r\n\\]{1,64}"
-# The BEGIN line, at most one blank line (PGP puts one after its headers), and the start of the
-# body or an encryption header: enough to know it is a private key.
-_PEM_HEAD = "".join(
-    [
-        _PEM_KIND,
-        r"[ \t]{0,4}",
-        _NL,
-        r"(?:[ \t]{0,8}",
-        _NL,
-        r")?[ \t]{0,8}(?:",
-        _PEM_HEADER_LINE,
-        r"|[A-Za-z0-9+/=]{32,64})",
-    ]
-)
-# The end of the previous line (trailing blanks, the break, at most one blank line) and the
-# indentation of the next; absent when a line longer than 64 characters goes on.
-_PEM_BREAK = r"(?:[ \t]{0,4}" + _NL + r"(?:[ \t]{0,8}" + _NL + r")?)?[ \t]{0,8}"
-# Then one line at a time. The piece (the group that took part) stops before the line break,
-# which must follow it: a line of prose after a truncated key is not part of the key. A line
-# longer than 64 characters comes in 64-character pieces.
-_PEM_LINE = "".join(
-    [
-        "(",
-        _PEM_BREAK,
-        "(?:",
-        _PEM_HEADER_LINE,
-        r"|[A-Za-z0-9+/=]{1,64}))[ \t]{0,4}(?:",
-        _NL,
-        r"|$)|(",
-        _PEM_BREAK,
-        r"[A-Za-z0-9+/=]{64})",
-    ]
-)
-
-
 # Vendor tokens first: a tie between rules at one place goes to the first listed.
 VENDOR_RULES: tuple[Rule, ...] = (
     Rule(
         "aws_access_key_id",
         "AWS access key id (AKIA... long-term, ASIA... temporary)",
         r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)",
-        r"[A-Z2-7]{16}\b",
+        # AWS issues base32 ids ([A-Z2-7]); read as [A-Z0-9], as other scanners do, the rule
+        # also takes the hand-made keys of fixtures and documents, which leak as well.
+        r"[A-Z0-9]{16}\b",
         _token(4, 2.5),
     ),
     Rule(
@@ -194,6 +178,15 @@ VENDOR_RULES: tuple[Rule, ...] = (
         r"[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b",
         _token(11, 3.0),
     ),
+    Rule(
+        "github_jwt_token",
+        "GitHub token that wraps a JSON Web Token: gh?_, an 8-digit date, _, then the JWT "
+        "(a longer installation-token format); the JWT's header is checked as for `jwt`",
+        r"\bgh[pousr]_[0-9]{8}_eyJ",
+        r"[A-Za-z0-9_-]{8,131}\.ey[A-Za-z0-9_-]{1,8}",  # as wide as the `jwt` rule
+        lambda secret, thresholds: _jwt(secret[13:], thresholds),  # after "ghs_20260523_"
+        tail=r"\.?[A-Za-z0-9_-]{1,64}",
+    ),
     # Before the OpenAI rule: both start with "sk-" and the first listed wins a tie.
     Rule(
         "anthropic_api_key",
@@ -202,6 +195,15 @@ VENDOR_RULES: tuple[Rule, ...] = (
         r"[A-Za-z0-9_-]{80,120}",
         lambda secret, _: random_looking(secret.split("-", 3)[-1], 3.5),
         not_followed_by=r"A-Za-z0-9_-",
+    ),
+    # Before the OpenAI rule too; the character after the key is part of the match (RE2 has no
+    # look-ahead), so a longer "sk-" key whose start happens to be hex is left to OpenAI's rule.
+    Rule(
+        "deepseek_api_key",
+        "DeepSeek API key (sk- + 32 lower-case hex digits)",
+        r"\bsk-",
+        r"([0-9a-f]{32})(?:[^A-Za-z0-9_-]|$)",
+        lambda secret, _: any(c.isdigit() for c in secret) and random_looking(secret, 3.0),
     ),
     Rule(
         "openai_api_key",
@@ -213,19 +215,21 @@ VENDOR_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "slack_token",
-        "Slack token: bot (xoxb-), user (xoxp-), app (xoxa-), refresh (xoxr-), legacy (xoxs-)",
-        r"\bxox[abposr]-",
+        "Slack token: bot (xoxb-), user (xoxp-), app (xoxa-), refresh (xoxr-), legacy (xoxs-), "
+        "app configuration access (xoxe.xoxp-) and refresh (xoxe-) tokens",
+        r"\b(?:xoxe\.)?xox[abposre]-",
         r"[0-9A-Za-z-]{10,64}",
-        _token(5, 3.0, digit=True),
+        _slack_token,
         tail=r"[0-9A-Za-z-]{1,64}",
     ),
     Rule(
         "slack_webhook",
-        "Slack incoming webhook URL (https://hooks.slack.com/services/T.../B.../...)",
+        "Slack incoming webhook URL (https://hooks.slack.com/services/T.../B.../...) or "
+        "workflow trigger URL (.../workflows/T.../A.../<id>/...)",
         # Slashes may come JSON-escaped ("https:\/\/hooks.slack.com\/services\/..."), as
         # PHP's json_encode and others write them.
-        r"(?:https?:\\?/\\?/)?hooks\.slack\.com\\?/services\\?/",
-        r"T[A-Z0-9]{6,12}\\?/B[A-Z0-9]{6,12}\\?/[A-Za-z0-9]{20,32}",
+        r"(?:https?:\\?/\\?/)?hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/",
+        r"T[A-Z0-9]{6,12}\\?/[AB][A-Z0-9]{6,12}\\?/(?:[0-9]{6,20}\\?/)?[A-Za-z0-9]{20,32}",
         _slack_webhook,
         not_followed_by=r"A-Za-z0-9",
     ),
@@ -257,19 +261,11 @@ VENDOR_RULES: tuple[Rule, ...] = (
         # the full stop after a token in a sentence stays.
         tail=r"\.?[A-Za-z0-9_-]{1,64}",
     ),
-    Rule(
-        "private_key",
-        "PEM private key block (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... PRIVATE KEY)",
-        r"-----BEGIN ",
-        _PEM_HEAD,
-        tail=_PEM_LINE,
-        tail_end=_PEM_BREAK + r"-----END " + _PEM_KIND,
-    ),
 )
 
 # Vendor formats before the configuration rules: `NPM_TOKEN=npm_...` is an npm token, reported
 # whole by its own rule (the configuration rules defer to every vendor prefix).
-RULES: tuple[Rule, ...] = VENDOR_RULES + VENDOR_TOKEN_RULES + CONFIG_RULES
+RULES: tuple[Rule, ...] = VENDOR_RULES + KEY_RULES + VENDOR_TOKEN_RULES + CONFIG_RULES
 
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 _BY_ID = {rule.id: rule for rule in RULES}
@@ -365,6 +361,7 @@ class _Compiled:
     tail: Searcher | None  # anchored
     tail_end: Searcher | None
     tail_reach: int  # characters from a piece's start needed to decide it (look-ahead included)
+    own: Searcher  # the rule's own pattern, anchored: group 1 is the secret, when it has one
 
 
 def _anchored(pattern: str | None) -> Searcher | None:
@@ -380,15 +377,30 @@ def _anchored(pattern: str | None) -> Searcher | None:
 _RULES_MAX_MEM = 64 << 20
 
 
-def _compile_rules(pattern: str, *, capture: bool = True) -> Any:
-    """``compile_pattern`` (validated, case-sensitive) with the larger DFA budget."""
-    compile_pattern(pattern, case_sensitive=True, capture=capture)  # the checks and messages
+def _rules_options(*, capture: bool) -> Any:
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = True
     options.never_capture = not capture
     options.max_mem = _RULES_MAX_MEM
-    return re2.compile(pattern, options)
+    return options
+
+
+@functools.lru_cache(maxsize=1024)  # the same rules at every policy load: see regex.py
+def _compile_rules(pattern: str, *, capture: bool = True) -> Any:
+    """``compile_pattern`` (validated, case-sensitive) with the larger DFA budget."""
+    compile_pattern(pattern, case_sensitive=True, capture=capture)  # the checks and messages
+    return re2.compile(pattern, _rules_options(capture=capture))
+
+
+def _rule_set(patterns: list[str]) -> Any:
+    """An RE2 set of the rules, anchored at a character of context before the match (for a
+    ``\\b``): which rules match at a place, in one pass of a DFA."""
+    rule_set = re2.Set.MatchSet(_rules_options(capture=False))
+    for pattern in patterns:
+        rule_set.Add(f"(?s:.)(?:{pattern})")
+    rule_set.Compile()
+    return rule_set
 
 
 def _class_bytes(char_class: str) -> frozenset[int]:
@@ -409,6 +421,10 @@ class SecretsShield(Shield):
         # The table order, whatever the order in the policy: it decides ties between rules
         # that match at the same place (Anthropic's "sk-ant-" before OpenAI's "sk-").
         rules.sort(key=RULES.index)
+        # Vetoes (`publicKey = ...`, CSRF tokens) come with the configuration rules they keep
+        # quiet, first, so that they win a tie; they report nothing themselves.
+        if any(rule.defers_to_prefixes for rule in rules):
+            rules = [*VETO_RULES, *rules]
         parts, compiled, group = [], [], 1
         main_width = 0
         for rule in rules:
@@ -433,29 +449,41 @@ class SecretsShield(Shield):
                     tail=_anchored(rule.tail),
                     tail_end=_anchored(rule.tail_end),
                     tail_reach=tail_reach,
+                    own=searcher(_compile_rules(pattern), anchored=True),
                 )
             )
             group += 1 + inner
         self._rules = compiled
-        self._regex = searcher(_compile_rules("|".join(parts)))
+        # Matching at a trigger, in two steps (``_SecretsScanner._match``): whether any rule
+        # matches there, without groups (~1 us), then which one, and its groups from its own
+        # pattern. The groups of the combined pattern cost ~10 us a match: RE2 finds them
+        # with an engine whose cost grows with the size of the program, ~30,000 instructions.
+        self._any_at: Searcher = searcher(
+            _compile_rules("|".join(parts), capture=False), anchored=True
+        )
+        self._rule_set = _rule_set([rule.prefix + rule.body for rule in rules])
         # Where a match may start, whole or still forming at the end of the text (``open_from``).
         whole = "|".join(parts)
         forming = prefix_pattern(whole)
         self._open_search: Searcher | None = None
         self._prefix_at: Searcher | None = None
         self._forming: Searcher | None = None
+        self._memos: _OpenMemos | None = None
         self._match_at: Searcher = searcher(_compile_rules(whole), anchored=True)
-        triggers = "|".join(f"(?:{rule.prefix})" for rule in rules)
+        # A veto reports nothing, so nothing need be held where one may start.
+        triggers = "|".join(f"(?:{rule.prefix})" for rule in rules if not rule.veto)
         trigger_forming = prefix_pattern(triggers)
         if forming is not None and trigger_forming is not None:
             # Every match starts with its rule's prefix: the places to look at are complete
             # prefixes and a prefix's beginning at the end of the text, which a pattern of the
             # prefixes alone finds. (An unanchored search for whole rules and their prefixes
             # costs ~50 us on ever-new text: RE2's DFA for it is too large to stay cached.)
+            # The larger DFA budget: a search that finds a prefix (most do, at the end of a
+            # token) runs the pattern backwards to find where it starts, and RE2 gives that
+            # reversed program a third of the budget; with 8 MB its DFA states are thrown away
+            # again and again and each search costs ~50 us instead of ~3.
             self._open_search = searcher(
-                compile_pattern(
-                    f"{triggers}|{trigger_forming}\\z", case_sensitive=True, capture=False
-                )
+                _compile_rules(f"{triggers}|{trigger_forming}\\z", capture=False)
             )
             # Tells a whole prefix (judged further) from one still forming at the end of the
             # text (open: it may become any rule's match). A capture group in the search would
@@ -467,6 +495,7 @@ class SecretsShield(Shield):
                 _compile_rules(f"{forming}\\z", capture=False),
                 anchored=True,
             )
+            self._memos = _OpenMemos()
         prefixes = [rule.prefix for rule in rules]
         self._triggers = searcher(
             compile_pattern(
@@ -491,6 +520,109 @@ class SecretsShield(Shield):
         return _SecretsScanner(self)
 
 
+# ``open_from`` remembers its answers for texts of up to this many characters (a token and
+# what was held before it), in at most this many entries per table and shield: a few MB at
+# most, emptied when full (an answer is a fact about the text: never stale, only unused).
+_MEMO_TEXT = 48
+_MEMO_ENTRIES = 16384
+# The longest held text whose following characters are remembered: prose holds one to three
+# ("s", "to", "pas"); a longer one is searched with the token.
+_FOLLOWING_HELD = 4
+_A = TypeVar("_A")
+# Word characters (for ``\b``) as ``open_from`` reads a character: 1, or absent (0).
+_WORD = {char: 1 for char in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"}
+_WORD_BYTE = tuple(_WORD.get(chr(byte), 0) for byte in range(256))
+
+
+class _OpenMemos:
+    """``open_from``'s tables, per shield, each in two: after a word character or not.
+
+    ``answers``: a text (from where a search starts) -> where in it the open candidate is
+    (its length: none) and whether the character before that is a word character.
+    ``following``: a held text -> the characters after it known to (True) or not to (False)
+    let it still begin a match.
+    """
+
+    __slots__ = ("answers", "following")
+
+    def __init__(self) -> None:
+        self.answers: tuple[dict[str, tuple[int, int]], ...] = ({}, {})
+        self.following: tuple[dict[str, dict[str, bool]], ...] = ({}, {})
+
+    def clear(self) -> None:
+        for answers in self.answers:
+            answers.clear()
+        for following in self.following:
+            following.clear()
+
+
+def _remember(memo: dict[str, _A], key: str, answer: _A) -> None:
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = answer
+
+
+# Terminal control sequences (ECMA-48 CSI: ESC "[", parameter bytes, intermediate bytes, a final
+# byte), as colored command output and logs carry them: `\x1b[93msk-...\x1b[0m`. Their final
+# byte is often a letter ("m"), a word character that would hide the start of the token after
+# it from a rule's `\b`. The scanner reads each sequence's final byte as an ESC instead: one
+# character for one, so offsets stay exact, and decided by the text before it alone, so a
+# stream cut inside a sequence reads it as the whole text does.
+_ESC = "\x1b"
+_CSI_PARAMS = re.compile(r"[0-?]*")
+_CSI_INTERMEDIATES = re.compile(r"[ -/]*")
+# Where a scanner is in a sequence at the end of what it was fed.
+_CSI_NONE, _CSI_ESC, _CSI_PARAM, _CSI_INTERMEDIATE = range(4)
+
+
+def _run_end(run: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run of ``run``'s characters that starts at ``at`` ends."""
+    found = run.match(text, at)
+    assert found is not None  # a starred class matches the empty string
+    return found.end()
+
+
+def _mask_csi(text: str, state: int) -> tuple[str, int]:
+    """``text`` with the final byte of every CSI sequence replaced by ESC, and the state at
+    its end, given the state at its start (a sequence may be cut between two chunks)."""
+    masked: list[int] = []
+    size = len(text)
+    at = 0
+    while True:
+        if state == _CSI_NONE:
+            found = text.find(_ESC, at)
+            if found < 0:
+                break
+            at = found + 1
+            state = _CSI_ESC
+        if at >= size:
+            break
+        if state == _CSI_ESC:
+            if text[at] != "[":
+                state = _CSI_NONE  # another kind of escape: nothing to read
+                continue
+            at += 1
+            state = _CSI_PARAM
+        if state == _CSI_PARAM:
+            at = _run_end(_CSI_PARAMS, text, at)
+            if at >= size:
+                break
+            state = _CSI_INTERMEDIATE
+        at = _run_end(_CSI_INTERMEDIATES, text, at)
+        if at >= size:
+            break
+        if "@" <= text[at] <= "~":
+            masked.append(at)
+            at += 1
+        state = _CSI_NONE  # the sequence ended there, with its final byte or malformed
+    if not masked:
+        return text, state
+    chars = list(text)
+    for at in masked:
+        chars[at] = _ESC
+    return "".join(chars), state
+
+
 def _piece_span(spans: Spans) -> tuple[int, int]:
     for span in spans[1:]:
         if span[0] != -1:
@@ -510,14 +642,19 @@ class _SecretsScanner(Scanner):
     """
 
     __slots__ = (
+        "_before",
         "_buf",
         "_clear",
+        "_csi",
         "_end",
+        "_held",
+        "_memos",
         "_need",
         "_off",
         "_open_search",
         "_pending",
         "_pos",
+        "_seen",
         "_shield",
         "_tail",
         "_trigger_width",
@@ -535,13 +672,23 @@ class _SecretsScanner(Scanner):
         self._pos = 0
         self._tail: _Compiled | None = None
         self._need = shield._max_match  # characters past _pos that make a scan worth it
-        self._clear = 0  # ``open_from``: no match can start before this
         self._open_search = shield._open_search
+        # ``open_from``: no match can start before ``_clear``; at its last call the text
+        # ended at ``_seen``, ``_held`` (None: not known) was the text from ``_clear`` on and
+        # ``_before`` told whether the character before it is a word character (1) or not.
+        self._memos = shield._memos
+        self._clear = 0
+        self._seen = 0
+        self._held: str | None = None
+        self._before = 0
+        self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
         if not raw:
             return []
+        if self._csi or _ESC in raw:  # rare: the common text pays one search for ESC
+            raw, self._csi = _mask_csi(raw, self._csi)
         end = self._end + len(raw)
         self._end = end
         pending = self._pending
@@ -579,26 +726,146 @@ class _SecretsScanner(Scanner):
     def open_from(self, end: int, window: int) -> int:
         if self._tail is not None:
             return self._pos  # the next piece of a long secret starts there
-        search = self._open_search
-        if search is None:
+        # The usual call: a token more since the last one (the stream guard asks after every
+        # event). What is open after it depends only on the text held at the last call and
+        # the token, and on whether the character before them is a word character (a ``\b``;
+        # no match starts before ``_clear``). Answers are remembered by those, as strings a
+        # stream already holds: a search costs an RE2 call or more (~0.5 us, several on text
+        # RE2 has not seen), more than the rest of a stream's scan.
+        held = self._held
+        if held is None or self._pos > self._clear:
+            return self._open_general(end, window, None, 0)
+        pending = self._pending
+        token = pending[-1] if pending else None  # one feed since: the stream guard's way
+        if token is None or len(token) != end - self._seen or len(token) > _MEMO_TEXT:
+            token = self._token(end)  # a bulk read's text is searched, never remembered
+            if token is None:
+                return self._open_general(end, window, None, 0)
+        memos = self._memos
+        assert memos is not None  # with ``_held``
+        text = held + token if held else token
+        answer = memos.answers[self._before].get(text)
+        if answer is None:
+            return self._open_reduced(end, window, held, token)
+        at, self._before = answer
+        held = text[at:] if at else text
+        # A long held text (a key being judged) is left to the buffer's search.
+        self._held = held if len(held) <= _MEMO_TEXT else None
+        self._seen = end
+        self._clear = clear = end - len(text) + at
+        return clear
+
+    def _token(self, end: int) -> str | None:
+        """The text fed since the last call, if short; None when not known here."""
+        size = end - self._seen
+        if size > _MEMO_TEXT:
+            return None
+        pending = self._pending
+        if pending:
+            token = pending[-1]  # one feed since the last call: the stream guard's way
+            return token if len(token) == size else None
+        # A decision took everything into the buffer (``feed``): the token's ASCII view.
+        return self._buf[len(self._buf) - size :].decode("ascii")
+
+    def _open_reduced(self, end: int, window: int, held: str, token: str) -> int:
+        """``open_from`` for a text not seen yet after what was held: the held start is first
+        tested with the token's first character, and dropped if nothing begins there any
+        more ("s " begins nothing that "s" may have begun), then the next one; what is left
+        is looked up (often the token alone), else searched. The answer is remembered for
+        the whole text as well."""
+        memos = self._memos
+        assert memos is not None
+        whole_before = before = self._before
+        whole = held + token if held else token
+        first = token[0]
+        if not first.isascii():
+            first = "?"  # as RE2 is shown it
+        while held:
+            following = memos.following[before].get(held)
+            if following is None:
+                if len(held) > _FOLLOWING_HELD:
+                    break  # searched as it is
+                following = {}
+                _remember(memos.following[before], held, following)
+            viable = following.get(first)
+            if viable is None:
+                viable = following[first] = self._begins(before, held + first)
+            if viable:
+                break
+            before = _WORD.get(held[0], 0)
+            held = held[1:]
+        text = held + token if held else token
+        dropped = len(whole) - len(text)
+        answer = memos.answers[before].get(text) if dropped else None
+        if answer is None:
+            self._clear = end - len(text)
+            clear = self._open_general(end, window, text, before)
+            if self._held is None:
+                return clear  # not remembered (see ``_open_general``)
+            answer = (len(text) - len(self._held), self._before)
+        else:
+            at, self._before = answer
+            held = text[at:] if at else text
+            self._held = held if len(held) <= _MEMO_TEXT else None
+            self._seen = end
+            self._clear = end - len(text) + at
+        _remember(memos.answers[whole_before], whole, (dropped + answer[0], self._before))
+        return self._clear
+
+    def _open_general(self, end: int, window: int, text: str | None, before: int) -> int:
+        """``open_from`` by the buffer: a search from ``_clear``, remembered as the answer for
+        ``text`` after ``before`` when the fast path asked (else for the buffer's text)."""
+        memos = self._memos
+        if memos is None:
             return end - window
         pending = self._pending
         if pending:
-            # Into the buffer now rather than at the next decision: the search needs it.
             raw = pending[0] if len(pending) == 1 else "".join(pending)
             pending.clear()
             self._buf += raw.encode("ascii", "replace")
-        buf, off = self._buf, self._off
         # Positions before ``_clear`` were found to start no match, now or ever: not searched
         # again (hostile text full of rejected matches would have each judged per feed).
         clear = self._clear
         if clear < self._pos:
             clear = self._pos
+            text = None
+        buf, off = self._buf, self._off
+        answer = self._open_search_from(clear)
+        at = clear - off
+        self._seen = end
+        if at < 1 or end - clear > _MEMO_TEXT:
+            self._held = None  # the text's first character, or a long text: not remembered
+            return answer
+        # What the answer depends on: the text from where the search started and whether the
+        # character before it is a word character.
+        if text is None:
+            before = _WORD_BYTE[buf[at - 1]]
+            text = buf[at:].decode("ascii")
+        held = answer - clear
+        self._before = _WORD_BYTE[buf[answer - off - 1]] if held else before
+        _remember(memos.answers[before], text, (held, self._before))
+        self._held = text[held:] if held else text
+        return answer
+
+    def _begins(self, before: int, text: str) -> bool:
+        """Whether a match, or a prefix of one, starts at the start of ``text`` (preceded by a
+        word character or not, ``before``): if not, no text after it can make one start
+        there."""
+        search = self._open_search
+        assert search is not None
+        context = (b"a" if before else b" ") + text.encode("ascii", "replace")
+        return bool(search(context, 1, len(context))[0][0] == 1)
+
+    def _open_search_from(self, clear: int) -> int:
+        """``open_from`` by searching the buffer from ``clear`` on; sets ``_clear`` to it."""
+        search = self._open_search
+        assert search is not None
+        buf, off = self._buf, self._off
         size = len(buf)
         start = search(buf, clear - off, size)[0][0]
         if start < 0:  # the usual case: no prefix begins in the new text
-            self._clear = end
-            return end
+            self._clear = off + size
+            return off + size
         self._clear = off + start
         prefix_at = self._shield._prefix_at
         assert prefix_at is not None  # built with _open_search
@@ -677,44 +944,68 @@ class _SecretsScanner(Scanner):
             if not final and end - first < window:
                 self._pos = first
                 break
-            match = shield._regex(buf, trigger, size)
-            if match[0][0] == -1 or (not final and end - (off + match[0][0]) < window):
-                # Positions up to end - window are decided: no match starts there.
-                self._pos = end if final else max(first, end - window + 1)
-                break
-            self._pos = self._take(match, found)
+            # Every match starts with a trigger, so a match at this one or none: an unanchored
+            # search from here would run on to the next match, however far (a common word that
+            # begins a key, "key" or "api", is a trigger that rarely starts a match).
+            matched = self._match(trigger, size)
+            if matched is None:
+                self._pos = first + 1
+                continue
+            self._pos = self._take(*matched, found)
         return found
 
-    def _take(self, match: Spans, found: list[Finding]) -> int:
-        """Reports ``match`` if its rule accepts it; returns where the search resumes."""
+    def _match(self, at: int, size: int) -> tuple[_Compiled, Spans] | None:
+        """The first listed rule that matches at ``at`` in ``_buf`` and accepts its match
+        there, and the spans of its own pattern; None when there is none.
+
+        Every rule that matches at a place is judged, in table order, not only the first:
+        ``_auth = ...`` that is no base64 blob is still a token key's value.
+        """
+        shield = self._shield
+        buf = self._buf
+        if shield._any_at(buf, at, size)[0][0] == -1:
+            return None  # the usual answer at a trigger in prose
+        # No match is as wide as max_match, so the set never sees the cut end of the context.
+        stop = min(size, at + shield._max_match)
+        context = buf[at - 1 : stop] if at else b" " + buf[:stop]  # at 0: the text's start
+        for index in sorted(shield._rule_set.Match(context) or ()):
+            rule = shield._rules[index]
+            spans = rule.own(buf, at, size)
+            secret_start, secret_end = spans[1] if rule.secret_group is not None else spans[0]
+            if self._judge(rule, at, secret_start, secret_end):
+                return rule, spans
+        return None
+
+    def _take(self, rule: _Compiled, spans: Spans, found: list[Finding]) -> int:
+        """Reports the accepted match of ``rule`` (its own spans); returns where the search
+        resumes."""
         off = self._off
-        rule = self._accepts(match)
-        if rule is None:
-            return off + match[0][0] + 1
-        secret_group = rule.secret_group if rule.secret_group is not None else rule.group
-        secret_start, secret_end = match[secret_group]
+        end = spans[0][1]
+        if rule.rule.veto:
+            return off + end
+        secret_start, secret_end = spans[1] if rule.secret_group is not None else spans[0]
         found.append(self._finding(rule, off + secret_start, off + secret_end))
         if rule.tail is not None:
             self._tail = rule
-        return off + match[0][1]
+        return off + end
 
     def _accepts(self, match: Spans) -> _Compiled | None:
-        """The rule whose match ``match`` (spans in ``_buf``) is, if it accepts it."""
+        """The rule that takes a match where ``match`` (of the combined pattern, in ``_buf``)
+        starts, if one does (``_match``)."""
+        taken = self._match(match[0][0], len(self._buf))
+        return None if taken is None else taken[0]
+
+    def _judge(self, rule: _Compiled, start: int, secret_start: int, secret_end: int) -> bool:
+        """Whether ``rule`` takes its match from ``start`` (the secret from ``secret_start`` to
+        ``secret_end``; offsets in ``_buf``) for a secret."""
         shield = self._shield
-        for rule in shield._rules:
-            if match[rule.group][0] != -1:
-                break
-        else:  # pragma: no cover - the combined pattern only matches through a rule's group
-            raise AssertionError("match without a rule")
-        secret_group = rule.secret_group if rule.secret_group is not None else rule.group
-        secret_start, secret_end = match[secret_group]
         buf = self._buf
         if (
             rule.not_followed_by
             and secret_end < len(buf)
             and buf[secret_end] in rule.not_followed_by
         ):
-            return None
+            return False
         secret_bytes = buf[secret_start:secret_end]
         # Only the secret itself is looked at, never past the match: the decision stays one
         # that max_match characters of text are enough to take.
@@ -723,17 +1014,16 @@ class _SecretsScanner(Scanner):
             and shield._defer_to is not None
             and shield._defer_to(secret_bytes, 0, len(secret_bytes))[0][0] != -1
         ):
-            return None
+            return False
         secret = secret_bytes.decode("ascii")
         validator = rule.rule.validator
         if validator is not None and not validator(secret, shield._thresholds):
-            return None
+            return False
         judge = rule.rule.judge
-        if judge is not None:
-            context = buf[match[rule.group][0] : secret_start].decode("ascii")
-            if not judge(context, secret, shield._thresholds):
-                return None
-        return rule
+        if judge is None:
+            return True
+        context = buf[start:secret_start].decode("ascii")
+        return judge(context, secret, shield._thresholds)
 
     def _finding(self, rule: _Compiled, start: int, end: int) -> Finding:
         shield = self._shield

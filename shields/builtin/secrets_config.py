@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 
 from shields.builtin.secrets_rules import (
@@ -35,9 +36,18 @@ from shields.builtin.secrets_rules import (
     Thresholds,
     generic_value,
     is_name,
+    random_looking,
 )
 
-__all__ = ["CONFIG_RULES", "PASSWORD_KEYS", "SEPARATORS", "TOKEN_KEYS"]
+__all__ = [
+    "CONFIG_RULES",
+    "NOT_SECRET_KEYS",
+    "PASSWORD_KEYS",
+    "SEPARATORS",
+    "SHORT_TOKEN_KEYS",
+    "TOKEN_KEYS",
+    "VETO_RULES",
+]
 
 
 # -- the vocabulary (RE2, read case-insensitively) -------------------------------------------
@@ -46,32 +56,106 @@ __all__ = ["CONFIG_RULES", "PASSWORD_KEYS", "SEPARATORS", "TOKEN_KEYS"]
 # a word or code counts. A bare "pass" only with nothing or a separator after it ("DB_PASS",
 # "pass_hash"), never "passage", "passport", "passenger".
 PASSWORD_KEYS = (
-    # password, passwd, pswd, psswrd, pasword... (abbreviations and misspellings seen in keys)
-    r"(?:pa?s{1,2}w(?:o?r)?d|passphrase|passwort|pwd)[A-Za-z0-9_-]{0,20}"
+    # password, passwd, pswd, psswrd, pasword, and the typos of hurried keys: passwrod,
+    # passowrd, passworsd; passcode, passord (Norwegian).
+    r"(?:pa?s{1,2}(?:w(?:o?r)?s?d|o?wr?o?d)|passphrase|passwort|passcode|passord|pwd)"
+    r"[A-Za-z0-9_-]{0,20}"
+    # The word in other languages (Portuguese, Spanish, French, Dutch, Finnish, Czech, German,
+    # Italian/Romanian, Swedish without its diacritic), from the start of a word or a name's
+    # part: inside words their first letters ("he", "wa") would hold every "the" of a stream.
+    r"|(?:\b|_)(?:senha|contrase(?:n|ny|\?)a|mot[ _-]?de[ _-]?passe|wachtwoord|salasana|heslo"
+    r"|kennwort|parola|losenord)[A-Za-z0-9_-]{0,20}"
     # Short keys only as a word of their own: "DB_PASS", "pw", not "compass" or "bypass".
     r"|(?:\b|_)(?:pass|pw)(?:[_-][A-Za-z0-9_-]{0,20})?"
-    # Command lines and SQL put the password after a word rather than a key.
-    r"|convertto-securestring(?:[ \t]{1,3}-string)?|identified[ \t]{1,3}by"
+    # Servers' own password directives: Redis `requirepass`/`masterauth`, OpenLDAP and
+    # nss-ldap `rootpw`/`bindpw`.
+    r"|\b(?:requirepass|masterauth|rootpw|bindpw)\b"
+    # An upper-case name that ends in PASS (`MYSQLPASS`, `SMTPPASS`), a camelCase one that ends
+    # in Pass (`adminPass`, `smtpPass`): case decides, since "compass" and "bypass" are words.
+    r"|(?-i:[A-Z0-9]PASS|[a-z0-9]Pass)\b"
+    # Command lines and SQL put the password after a word rather than a key, or after options
+    # (`ConvertTo-SecureString -String -Force ...`, `sshpass -p ...`).
+    r"|convertto-securestring(?:[ \t]{1,2}-(?:string|asplaintext|force)){0,2}"
+    r"|identified[ \t]{1,3}by|\bsshpass[ \t]{1,3}-p"
 )
 # Keys whose value is generated: a token, a key, a secret. The value must look random.
 TOKEN_KEYS = (
     r"(?:secret|token|bearer|credentials?|api[ _-]?key"
-    r"|(?:access|private|auth(?:entication)?|master|account|encryption|signing|session"
-    r"|consumer|license)[ _-]?key)[A-Za-z0-9_-]{0,20}"
+    r"|(?:access|private|priv|auth(?:entication)?|master|account|encryption|signing|session"
+    r"|consumer|license)[ _-]?key"
+    # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`),
+    # one-time password seeds (`MFA_SEED`, `totp_seed`), from the start of a word or name part.
+    r"|(?:\b|_)(?:salt|(?:t?otp|mfa|2fa)[ _-]?seed))[A-Za-z0-9_-]{0,20}"
+)
+# "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
+# as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the start of a word
+# ("keyboard", "author", "apiary"). Common words in prose ("the
+# key is..."), so only with a separator that assigns (``ASSIGNING``), not a blank.
+# Numbered too (`key2`). Also "pat" (a personal access token), "creds", "sig" (the signature
+# that makes a shared access URL a credential: Azure SAS `&sig=`), and session cookies
+# (`sessionid`, `_gitlab_session`, `PHPSESSID`, `JSESSIONID`): a session id is the credential.
+SHORT_TOKEN_KEYS = (
+    r"(?:\b|_)(?:key|auth|api|authorization|t?otp|mfa|2fa|pat|creds|sig"
+    r"|session(?:[_-]?id)?|(?:php)?sessid|jsessionid)(?:s|[0-9]{1,2})?\b"
+    # The last word of a camelCase name (`appKey`, `hmacKey`, `sharedKey`, `basicAuth`).
+    r"|(?-i:[a-z0-9](?:Key|Auth))s?\b"
+)
+# Keys that name a value made to be shared: a public key or token, an anti-forgery (CSRF)
+# token, which every page a server sends carries. Their words come before a token key word
+# (`publicToken`, `csrf_token`), so they are vetoes (``Rule.veto``), not judges.
+NOT_SECRET_KEYS = (
+    r"(?:public|publishable|pub)[ _-]?(?:key|token|api[ _-]?key)(?:[ _-]?(?:token|id))?s?"
+    r"|(?:csrf|xsrf|authenticity)[ _-]?(?:token|key)?|csrfmiddlewaretoken"
 )
 # After the key: its closing quote or bracket (`"password":`, `$cfg['password'] =`).
 _KEY_END = r"(?:\\?[\"'])?\]?"
+# Separators prose puts after a word too: a comma, blanks, a parenthesis.
+_COMMA = r"[ \t]{0,3},[ \t]{0,3}"  # define('DB_PASSWORD', '...'), ("password", "...")
+# .netrc "password ...", "--password ...", "IDENTIFIED BY '...'"; `\t` as code in a string
+# literal writes a tab (`"#define\tPASSWORD\t\"...\""`).
+_BLANKS = r"(?:[ \t]|\\t){1,3}"
+_CALL_OPEN = r"[ \t]{0,3}\([ \t]{0,3}"  # a setter or builder: `setPassword("...")`
 SEPARATORS: tuple[str, ...] = (
     # A typed declaration, `val password: String = "..."`, `passwd: str = "..."`: before the
     # plain `:`, which would otherwise take the type for the value (the first branch wins).
     r"[ \t]{0,3}:[ \t]{0,3}[A-Za-z_][A-Za-z0-9_.]{0,20}[ \t]{0,3}=[ \t]{0,3}",
-    r"[ \t]{0,3}(?::=|=>|->|=|:)[ \t]{0,3}",  # INI, .env, YAML, JSON, code, XML attributes
-    r"[ \t]{0,3},[ \t]{0,3}",  # define('DB_PASSWORD', '...'), ("password", "...")
-    r">",  # <password>...</password>
+    # A literal fallback after an environment lookup: `os.environ.get("PASSWORD") or "..."`,
+    # `process.env.JWT_SECRET || '...'`, `getenv('DB_PASS') ?: '...'`, `?? "..."`.
+    r"\)?[ \t]{0,3}(?:\|\||\?\?|\?:)[ \t]{0,3}",
+    r"\)?[ \t]{1,3}or[ \t]{1,3}",
+    # The default of an environment or settings lookup assigned to the key: `SECRET =
+    # os.getenv("OTHER", "...")`, `ENV.fetch('X', '...')`, `'key' => env('APP', '...')`. Only a
+    # quoted literal after the comma is a value (the judges). At most 35 characters, as every
+    # separator here: the longest one bounds the stream hold-back (``max_match``).
+    r"[ \t]?(?::?=|=>)[ \t]?(?:(?:os|ENV)\.)?(?:getenv|get|fetch|env)\(\\?[\"'][A-Za-z0-9_.-]{1,14}"
+    r"\\?[\"'],[ \t]?",
+    # A name/value pair that names the key: a Kubernetes container's `- name: DB_PASSWORD`
+    # with `value: "..."` on the next line, JSON's `{"name": "api_key", "value": "..."}`.
+    r"[ \t]{0,2}(?:,[ \t]{0,2}|\r?\n[ \t]{0,16})\\?[\"']?value\\?[\"']?[ \t]{0,2}[=:][ \t]{0,2}",
+    # INI, .env, YAML, JSON, code, XML attributes; Makefile `?=`, `::=`, PHP `.=`, Ruby `||=`,
+    # JS `??=`; a comparison with a literal (`if password == "..."`), which the judges look at
+    # apart.
+    r"[ \t]{0,3}(?:={2,3}|!={1,2}|:{1,3}=|[?.+]=|\|\|=|\?\?=|=>|->|=|:)[ \t]{0,3}",
+    _COMMA,
+    r">(?:[ \t]{0,8}\r?\n)?[ \t]{0,16}",  # <password>...</password>, on its own line too
+    # An element with an attribute: <Pass encoding="base64">...</Pass> (FileZilla),
+    # <password xsi:type="xs:string">.
+    r"[ \t]{1,3}[A-Za-z_][A-Za-z0-9_:.-]{0,12}=[\"'][^\"'<>\r\n]{0,12}[\"'][ \t]{0,2}>",
     r"[ \t]{1,3}value[ \t]{0,3}=[ \t]{0,3}",  # <add key="Password" value="..."/>
-    r"[ \t]{1,3}",  # .netrc "password ...", "--password ...", "IDENTIFIED BY '...'"
+    _BLANKS,
+    _CALL_OPEN,
 )
-_OPEN_QUOTE = r"(?:\\?[\"'`])?"
+_PROSE_SEPARATORS = (_COMMA, _BLANKS, _CALL_OPEN)
+# A password told in a sentence or a note: "the password is ...", "password for root: ...".
+# Only after a password key, whose values the judge reads as typed passwords (a word, a name
+# or a number is none: "the password is incorrect", "password for 8 characters").
+PASSWORD_PROSE_SEPARATORS: tuple[str, ...] = (
+    r"[ \t]{1,3}(?:is|was)[ \t]{1,3}(?:now[ \t]{1,3})?(?::[ \t]{0,3})?",
+    r"[ \t]{1,3}(?:for|of)[ \t]{1,3}[^ \t\r\n=:]{1,16}[ \t]{0,3}[=:][ \t]{0,3}",
+)
+# A string literal's opening quote, with a language's prefix (Python b'' r'' u'' f'', C#
+# @"" $"", C++ L"" u8"") or as markup writes it (`&quot;`, `&#39;`).
+_OPEN_QUOTE = r"(?:(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]|&(?:quot|apos|#0?3[49]);)?"
 # A value: no blanks, quotes, markup, list or statement ends. It neither starts with "=" (so
 # `password == x` is a comparison, not a value) nor ends with ".", ":" or ")" (a sentence's
 # full stop, a call's closing parenthesis).
@@ -83,8 +167,17 @@ _VALUE = f"({_VALUE_FIRST}(?:{_VALUE_CHAR}{{0,62}}{_VALUE_LAST})?)"
 _VALUE_TAIL = f"{_VALUE_CHAR}{{0,63}}{_VALUE_LAST}"
 
 
-def _key_rule_prefix(keys: str) -> str:
-    return f"(?i:{keys}){_KEY_END}(?:{'|'.join(SEPARATORS)})"
+def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, ...] = ()) -> str:
+    # ``more`` first: the first branch that matches is the one judged, and a blank would take
+    # "password is ..." for a password "is".
+    prefix = f"(?i:{keys}){_KEY_END}(?:{'|'.join((*more, *SEPARATORS))})"
+    if short_keys is None:
+        return prefix
+    # Every separator but those prose puts after a word too; a comma after a quoted key is
+    # code (`define('NONCE_KEY', '...')`).
+    assigning = "|".join(sep for sep in SEPARATORS if sep not in _PROSE_SEPARATORS)
+    quoted_comma = r"\\?[\"']\]?[ \t]{0,3},[ \t]{0,3}"
+    return f"(?:{prefix}|(?i:{short_keys})(?:{quoted_comma}|{_KEY_END}(?:{assigning})))"
 
 
 # -- the judges ------------------------------------------------------------------------------
@@ -104,6 +197,37 @@ _DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")  # `self.password`,
 _NUMBER = re.compile(r"[0-9]+|0x[0-9A-Fa-f]+")  # a count, a port, a bit mask in code
 _EMAIL = re.compile(r"[^@]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?")
 _PATH_START = ("/", "~/", "./", "../")
+_NOT_IN_USER = frozenset(" \t\"'{}[]<>")
+# Words that end a key name and say its value is about a secret, not the secret: its name,
+# id, file, URL, type, length, ... (`SECRET_NAME`, `credentialsId`, `token_url`).
+_ABOUT = re.compile(
+    r"[_.-]?(?:name|id|ids|file|path|dir|url|uri|endpoint|type|kind|arn|ref|env|var|length"
+    r"|len|size|count|min|max|prefix|suffix|header|field|param|format|pattern|regex|hint"
+    r"|policy|expiry|expires|expiration|ttl|version|provider|store|vault|manager|location)"
+    r"[\"'\]]?[ \t]*(?:\[|$)",
+    re.IGNORECASE,
+)
+_KEY_NAME = re.compile(r"[A-Za-z0-9_.-]*")
+_USER_RUN = re.compile(r"[A-Za-z0-9_$#.@*-]+")
+_PASSWORD_KEY = re.compile(f"(?:{PASSWORD_KEYS})", re.IGNORECASE)
+_ENCODED_START = re.compile(r"^%(?:25)?(?:3[Ff]|26)")
+# A version number (`1.7.8`, `0.15.0`) or an IP address: never a credential.
+_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+# A name of words joined by - : / | . (`NEXUS-GPT4-API-KEY`, `tenant:acme:support-v1`,
+# `io.example/clientInfo`): words as typed (one case, capitalized, camelCase), each with at
+# most two digits after it, or short numbers.
+_NAME_WORD = r"(?:(?:[A-Z]{2,}|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*|[a-z])[0-9]{0,2}|[0-9]{1,4})"
+_COMPOUND_NAME = re.compile(f"{_NAME_WORD}(?:[-:/|.]{_NAME_WORD})+")
+# A blank after the key (or after its closing quote: `name="password" type=...` in markup).
+_BLANK_AFTER_KEY = re.compile(r"[A-Za-z0-9_\]\"'](?:[ \t]|\\t)+[`\"']?$")
+_SNAKE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_PROSE = re.compile(r"[A-Za-z]+\?+|[A-Za-z]{2,}(?:[/|][A-Za-z]{2,})+|\(.*")
+# A call chain (`20).configurable_fields(`), a comparison or a member access inside the value
+# (`pKey->default_rc==0`): code, not a literal (base64's "==" only ever ends a value).
+_CODE = re.compile(r"\)\.|\(\)|[=!]=.|->|&&|\|\|")
+_FLAG = re.compile(r"--?[A-Za-z]")  # `--digest`: the next option of a command line
+# The separator of a comparison, and the quote that opens its literal.
+_COMPARISON = re.compile(r"[=!]==?[ \t]*\\?[\"'`]?$")
 
 
 def _placeholder(value: str) -> bool:
@@ -119,29 +243,84 @@ def _placeholder(value: str) -> bool:
     )
 
 
+def _about_a_secret(context: str) -> bool:
+    """The key names something about a secret (``SECRET_NAME``, ``token_url``)."""
+    key = _KEY_NAME.match(context)
+    if key is None or _SESSION_ID.search(key.group()):
+        return False
+    return _ABOUT.search(key.group()) is not None
+
+
 def _not_a_literal(value: str) -> bool:
-    """A word, a name or call in code, a number, a path, an address: not a secret."""
+    """A word, a name or call in code, a number, a version, a path, an address: not a secret."""
     if _WORD.fullmatch(value) or _NUMBER.fullmatch(value) or _CALL.match(value):
         return True
+    # Prose: a word ending a question ("Passwort angeben?"; "cackle!" may be a password),
+    # alternatives ("read/write", "anda|apa"), a parenthesis opened after a key word
+    # ("token (pypi-...)").
+    if _PROSE.fullmatch(value):
+        return True
+    if _VERSION.search(value):
+        return True
     if "://" in value or value.startswith(_PATH_START) or _EMAIL.fullmatch(value):
+        return True
+    if _FLAG.match(value) or _REFERENCE.match(value) or _CODE.search(value):
         return True
     # An identifier without digits made of word-like runs: `db_password`, `userPass`.
     return not any(c.isdigit() for c in value) and is_name(value)
 
 
+# The opening of a quoted literal, at the end of what came before a value (``_OPEN_QUOTE``).
+_QUOTE = r"(?:(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]|&(?:quot|apos|#0?3[49]);)"
+_QUOTED = re.compile(_QUOTE + "$")
+# Separators after which only a quoted literal is a value: a fallback (`... or "..."`, `||`,
+# `??`, `?:`) and a call's parenthesis; `or token` and `setPassword(pw)` are code.
+_LITERAL_ONLY = re.compile(r"(?:\|\||\?\?|\?:|[ \t]or|\()[ \t]*" + _QUOTE + "?$")
+# A reference to a secret kept elsewhere (`arn:aws:secretsmanager:...`, `vault:secret/db`,
+# `projects/p/secrets/db`): not the secret.
+_REFERENCE = re.compile(
+    r"(?:arn|urn|vault|ssm|sops|secretsmanager|awskms|gcpkms|azurekeyvault|keyvault):|projects/",
+    re.IGNORECASE,
+)
+# A session id is the credential itself, though its key ends in "id" (`sessionid`, `JSESSIONID`).
+_SESSION_ID = re.compile(r"sess(?:ion)?[_.-]?id$", re.IGNORECASE)
+
+
 def _quoted(context: str) -> bool:
-    return context[-1:] in "\"'`"
+    return _QUOTED.search(context) is not None
+
+
+def _class_changes(value: str) -> int:
+    """How often the kind of character (lower, upper, digit, other) changes along ``value``."""
+    kinds = [
+        "l" if c.islower() else "u" if c.isupper() else "d" if c.isdigit() else "o" for c in value
+    ]
+    return sum(a != b for a, b in itertools.pairwise(kinds))
 
 
 def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a password key that is a password someone set."""
     if len(value) < thresholds.min_password_length or _placeholder(value):
         return False
-    if _not_a_literal(value):
+    if _not_a_literal(value) or _about_a_secret(context):
         return False
     quoted = _quoted(context)
+    if not quoted and _LITERAL_ONLY.search(context):
+        return False
+    if _COMPARISON.search(context):
+        # `if password == "..."` hard-codes a password, but code compares with examples too
+        # (`== 'hunter2'`): only a quoted literal that mixes kinds of characters throughout,
+        # as a set password does, counts.
+        return quoted and _class_changes(value) >= 4
     # After a comma only a quoted literal is a value (a define(), a tuple), not a word list.
     if context.rstrip().endswith(",") and not quoted:
+        return False
+    # After a blank, `name=value` is an argument ("pass stdout=PIPE to ..."), a snake_case
+    # word a name ("pass force_zip64 to ...") and hyphenated words prose ("pass
+    # client-supplied state"), not a password.
+    if _BLANK_AFTER_KEY.search(context) and (
+        "=" in value or _SNAKE_NAME.fullmatch(value) or _COMPOUND_NAME.fullmatch(value)
+    ):
         return False
     # Unquoted in code, `cfg.db.pw` is a reference; in an .env file it would need no dots.
     return quoted or _DOTTED.fullmatch(value) is None
@@ -149,9 +328,21 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
 
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a token/key/secret key that looks generated."""
-    if _placeholder(value) or _CALL.match(value) or _DOTTED.fullmatch(value):
+    if _placeholder(value) or _CALL.match(value) or _about_a_secret(context):
         return False
-    if context.rstrip().endswith(",") and not _quoted(context):
+    if "://" in value or _VERSION.search(value) or _COMPOUND_NAME.fullmatch(value):
+        return False
+    if _PROSE.fullmatch(value) or _CODE.search(value) or _REFERENCE.match(value):
+        return False
+    # `cfg.api_token` is a reference; `s.ZC9Ecf4M...` (a Vault token) is not a name.
+    if _DOTTED.fullmatch(value) and is_name(value):
+        return False
+    quoted = _quoted(context)
+    if context.rstrip().endswith(",") and not quoted:
+        return False
+    if not quoted and _LITERAL_ONLY.search(context):
+        return False
+    if _COMPARISON.search(context) and not quoted:
         return False
     return generic_value(value, thresholds)
 
@@ -164,6 +355,14 @@ def _url_password(context: str, value: str, thresholds: Thresholds) -> bool:
     return not _WORD.fullmatch(value)
 
 
+def _cli_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The password of ``-u user:password``: not a placeholder, a word, a number or the user."""
+    user = context.rstrip("\"'").rsplit(":", 1)[0].split()[-1].lstrip("\"'=")
+    if value == user or len(value) < thresholds.min_password_length or _placeholder(value):
+        return False
+    return not _not_a_literal(value)
+
+
 def _user_password_blob(secret: str, _: Thresholds) -> bool:
     """Base64 of ``user:password`` (HTTP Basic, Docker ``auths``, npm ``_auth``)."""
     try:
@@ -174,7 +373,79 @@ def _user_password_blob(secret: str, _: Thresholds) -> bool:
     user, colon, password = text.partition(":")
     if not (colon and user and password and text.isprintable()):
         return False
+    # A user name has no blanks, quotes or braces: `{"alg":"HS256"...` is a JWT header.
+    if any(c in _NOT_IN_USER for c in user):
+        return False
     return not (_placeholder(password) or password == user)
+
+
+def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """A password after its user name (``scott/PASSWORD@db``, ``('user', 'PASSWORD')``, ``net
+    user NAME PASSWORD``): not the user's name again, not a placeholder, a word or a name.
+    The user is the last run of name characters before the separator."""
+    users = _USER_RUN.findall(context)
+    if users and value == users[-1]:
+        return False
+    if len(value) < thresholds.min_password_length or _placeholder(value):
+        return False
+    return not _not_a_literal(value)
+
+
+def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The password of ``host:port:database:user:password``. The match starts at the port; a
+    clock (``10:15:30:INFO:worker42``) reads as a port, then digits for a database."""
+    database = context.split(":")[2]  # context: ":port:database:user:"
+    if database.isdigit():
+        return False
+    return _after_user_password(context, value, thresholds)
+
+
+def _encoded_value(context: str, value: str, thresholds: Thresholds) -> bool:
+    """A value in a URL-encoded query string, judged by its key as anywhere else."""
+    key = _ENCODED_START.sub("", context)  # the encoded "?" or "&" the match starts with
+    if _PASSWORD_KEY.search(key.partition("%")[0]):
+        return _password_value(key, value, thresholds)
+    return _token_value(key, value, thresholds)
+
+
+# In the JSON a base64 blob decodes to: a credential's type, and members whose value is a
+# secret (a JSON Web Key's private members, a key, a password, a token, a Docker auth).
+_CREDENTIAL_TYPE = re.compile(r'"type"\s*:\s*"(?:service_account|authorized_user)"')
+_GRAFANA_KEY = re.compile(r'\{"k":"[A-Za-z0-9]{16,}","n":"')
+_SECRET_MEMBER = re.compile(
+    r'"(d|p|q|dp|dq|qi|k|private_?key|privateKey|client_?secret|clientSecret|password|passwd'
+    r'|secret|auth|token|access_?token|accessToken|refresh_?token|refreshToken|api_?key|apiKey)"'
+    r'\s*:\s*"([^"\\]{8,})'
+)
+_JWK_MEMBERS = frozenset(["d", "p", "q", "dp", "dq", "qi", "k"])
+
+
+def _json_credentials(secret: str, thresholds: Thresholds) -> bool:
+    """Base64 of JSON that holds a credential: a cloud credential file (``"type":
+    "service_account"``), a Grafana key (``{"k":...,"n":...}``) or a member whose value is a
+    secret, judged as that key's value anywhere else. Only the decoded start is read (the
+    match is bounded): a member after it is not seen."""
+    head = secret[: len(secret) // 4 * 4].replace("-", "+").replace("_", "/")
+    try:
+        decoded = base64.b64decode(head, validate=True).decode("utf-8", "replace")
+    except binascii.Error:
+        return False
+    if _CREDENTIAL_TYPE.search(decoded) or _GRAFANA_KEY.match(decoded):
+        return True
+    for member in _SECRET_MEMBER.finditer(decoded):
+        name, value = member.group(1), member.group(2)
+        if name in _JWK_MEMBERS:
+            if len(value) >= 16 and random_looking(value, 3.5) and not value.islower():
+                return True
+        elif name == "auth":
+            if _user_password_blob(value, thresholds):
+                return True
+        elif name in ("password", "passwd"):
+            if _password_value('"password": "', value, thresholds):
+                return True
+        elif value.startswith("-----BEGIN") or _token_value('"token": "', value, thresholds):
+            return True
+    return False
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -188,18 +459,27 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "A password assigned to a password key (password, passwd, pwd, pass, passphrase) in any "
         "config or code syntax: INI, .env, YAML, JSON, XML, define(), assignments, export, "
         ".netrc, connection strings (Password=...;), command lines",
-        _key_rule_prefix(PASSWORD_KEYS),
+        _key_rule_prefix(PASSWORD_KEYS, more=PASSWORD_PROSE_SEPARATORS),
         _OPEN_QUOTE + _VALUE,
         judge=_password_value,
         tail=_VALUE_TAIL,
         defers_to_prefixes=True,
+    ),
+    # Before the token keys: `_auth = <base64>` is an npm user:password blob, said so.
+    Rule(
+        "basic_auth",
+        "Base64 of user:password: HTTP Basic authorization, Docker config.json auths, npm _auth",
+        r"(?:Basic[ \t]{1,3}|(?i:_?auth)\\?[\"']?[ \t]{0,3}[=:][ \t]{0,3}\\?[\"']?)",
+        f"({_B64}{{6,120}}={{0,2}})",
+        _user_password_blob,
+        not_followed_by=r"A-Za-z0-9+/=",
     ),
     Rule(
         "generic_secret",
         "A high-entropy value assigned to a secret, token, bearer, credentials or *_key key "
         "(api_key, access_key, private_key, auth_key, master_key, SECRET_KEY, "
         "secret_key_base...) in any config or code syntax",
-        _key_rule_prefix(TOKEN_KEYS),
+        _key_rule_prefix(TOKEN_KEYS, SHORT_TOKEN_KEYS),
         _OPEN_QUOTE + _VALUE,
         judge=_token_value,
         tail=_VALUE_TAIL,
@@ -215,19 +495,27 @@ CONFIG_RULES: tuple[Rule, ...] = (
         defers_to_prefixes=True,
     ),
     Rule(
-        "basic_auth",
-        "Base64 of user:password: HTTP Basic authorization, Docker config.json auths, npm _auth",
-        r"(?:Basic[ \t]{1,3}|(?i:_?auth)\\?[\"']?[ \t]{0,3}[=:][ \t]{0,3}\\?[\"']?)",
-        f"({_B64}{{6,120}}={{0,2}})",
-        _user_password_blob,
-        not_followed_by=r"A-Za-z0-9+/=",
+        "cli_user_password",
+        "The password of `-u user:password` / `--user user:password` on a command line (curl, "
+        "httpie, wget...)",
+        r"--?(?:proxy-)?u(?:ser)?[ \t=]{1,3}",
+        r"[\"']?[^\s:\"'@]{1,64}:[\"']?([^\s\"']{1,64})",
+        judge=_cli_password,
     ),
     Rule(
         "password_hash",
-        "A crypt(3) or htpasswd password hash: bcrypt $2a$/$2b$/$2y$, md5crypt $1$, Apache "
-        "$apr1$, sha256/512-crypt $5$/$6$, yescrypt $y$, {SHA}/{SSHA}",
-        r"(?:\$(?:2[abxy]?|1|apr1|5|6|y)\$|\{S?SHA\})",
-        f"(?:[0-9]{{2}}\\${_CRYPT}{{53}}"  # bcrypt: cost, then salt and hash
+        "A crypt(3), htpasswd or framework password hash: bcrypt $2a$/$2b$/$2y$, md5crypt $1$, "
+        "Apache $apr1$, sha256/512-crypt $5$/$6$, yescrypt $y$, {SHA}/{SSHA}, Argon2 "
+        "$argon2id$, PBKDF2 and scrypt (passlib $pbkdf2-sha256$, $scrypt$; Django "
+        "pbkdf2_sha256$)",
+        r"(?:\$(?:2[abxy]?|1|apr1|5|6|y|argon2(?:id|i|d)|pbkdf2(?:-sha(?:1|256|512))?|scrypt)\$"
+        r"|\{S?SHA\}|\bpbkdf2_sha(?:1|256)\$)",
+        # Argon2 and scrypt: parameters, salt, hash; PBKDF2: iterations, salt, hash.
+        f"(?:v=[0-9]{{1,3}}\\$m=[0-9]{{1,7}},t=[0-9]{{1,3}},p=[0-9]{{1,3}}\\$"
+        f"{_B64}{{8,32}}\\${_B64}{{16,64}}"
+        f"|ln=[0-9]{{1,2}},r=[0-9]{{1,2}},p=[0-9]{{1,2}}\\${_B64}{{8,32}}\\${_B64}{{16,64}}"
+        f"|[0-9]{{1,7}}\\$[./A-Za-z0-9+]{{6,32}}\\$[./A-Za-z0-9+]{{16,86}}={{0,2}}"
+        f"|[0-9]{{2}}\\${_CRYPT}{{53}}"  # bcrypt: cost, then salt and hash
         f"|(?:rounds=[0-9]{{1,9}}\\$)?{_CRYPT}{{1,16}}\\${_CRYPT}{{22,86}}"  # salt $ hash
         f"|{_CRYPT}{{1,8}}\\${_CRYPT}{{1,32}}\\${_CRYPT}{{43}}"  # yescrypt: params $ salt $ hash
         f"|{_B64}{{27,40}}={{0,2}})",  # {SHA} / {SSHA}: base64
@@ -239,5 +527,100 @@ CONFIG_RULES: tuple[Rule, ...] = (
         r"Private-Lines:[ \t]{0,3}[0-9]{1,3}",
         f"[ \\t]{{0,4}}\\r?\\n({_B64}{{8,64}}={{0,2}})",
         tail=f"(\\r?\\n{_B64}{{1,64}}={{0,2}})(?:\\r?\\n|$)",
+    ),
+    Rule(
+        "auth_pair_password",
+        "The password of a (user, password) pair of literals in code: auth=('user', '...'), "
+        "HTTPBasicAuth('user', '...'), smtp.login('user', '...'), credentials: ['user', '...'], "
+        'new NetworkCredential("user", "..."), new PasswordAuthentication("user", "...")',
+        r"(?:(?i:auth(?:entication)?|credentials?)|\b(?i:login))\\?[\"']?\]?[ \t]{0,3}"
+        r"(?:[=:][ \t]{0,3})?[(\[][ \t]{0,3}",
+        r"\\?[\"'][^\s\"'\\]{1,40}\\?[\"'][ \t]{0,3},[ \t]{0,3}\\?[\"']([^\s\"'\\]{1,64})\\?[\"']",
+        judge=_after_user_password,
+    ),
+    Rule(
+        "connect_call_password",
+        "The password of a database connect call with literal arguments (host, user, password): "
+        'mysqli_connect("db", "app", "..."), new mysqli(...), new PDO($dsn, \'app\', \'...\'), '
+        "pymysql.connect('db', 'app', '...')",
+        r"(?:(?i:connect)|\bmysqli|\bPDO)[ \t]{0,2}\([ \t]{0,3}",
+        # The first argument may be a DSN in a variable; the password is the third.
+        r"(?:\$?[A-Za-z_]\w{0,20}|\\?[\"'][^\"'\r\n]{0,30}\\?[\"'])[ \t]{0,3},[ \t]{0,3}"
+        r"\\?[\"'][^\"'\s]{1,24}\\?[\"'][ \t]{0,3},[ \t]{0,3}\\?[\"']([^\"'\s\\]{1,64})\\?[\"']",
+        judge=_after_user_password,
+    ),
+    Rule(
+        "pgpass_password",
+        "The password of a .pgpass-style line (hostname:port:database:username:password)",
+        # From the port on: a prefix of the host, any word, would hold every word of a stream.
+        # A port is 2-5 digits or "*"; a time ("12:30:45") has no two fields after it.
+        r"(?::(?:[0-9]{2,5}|\*):)",
+        r"[^\s:\\\"'`]{1,40}:[^\s:\\\"'`]{1,40}:([^\s:\\\"'`]{1,64})(?:\r?\n|$)",
+        judge=_pgpass_password,
+    ),
+    Rule(
+        "oracle_connect_password",
+        "The password of an Oracle connect string: sqlplus scott/...@db, "
+        "jdbc:oracle:thin:scott/...@host, CONNECT scott/...@db",
+        # Whole words to start from: a stream holds the text from where a prefix may begin,
+        # and "thin:" or "connect" would hold every "th" and "con" of prose.
+        r"(?:\b(?i:sqlplus|jdbc:oracle:thin:)|\bCONN(?:ECT)?\b)",
+        r"(?:[ \t]{1,3}-[A-Za-z]{1,2}){0,2}[ \t]{0,3}[\"']?[A-Za-z0-9_$#.]{1,30}/"
+        r"([^\s/@\"']{1,64})@",
+        judge=_after_user_password,
+    ),
+    Rule(
+        "cli_password_option",
+        "A password written against its command-line option (mysql -p...) or after the user of "
+        "`net user NAME ...`",
+        # The prefix is the command alone: a run of any characters in a prefix would make the
+        # search for prefixes, done on every token of a stream, a DFA too large to cache.
+        r"(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b|\bnet[ \t]{1,3}user[ \t]{1,3})",
+        r"(?:[ \t][^\r\n]{0,48}?[ \t]-p|[^\s/\"']{1,32}[ \t]{1,3})([^\s\"'/*-][^\s\"']{0,63})",
+        judge=_after_user_password,
+    ),
+    Rule(
+        "encoded_json_credentials",
+        "Base64 of JSON that holds a credential: a cloud service account file, a JSON Web Key "
+        "set, a Docker config with auths, a Grafana API key (eyJrIjoi...)",
+        # What `{"`, `{ "`, `{\n  "`, `{\r\n`, `[{"`, `[\n  ` encode to.
+        r"\b(?:eyJ|eyAi|ewo[gJi]|ew0K|W3si|Wwo[gJ]|Wwp7)",
+        r"[A-Za-z0-9+/_-]{40,148}={0,2}",
+        _json_credentials,
+        tail=r"[A-Za-z0-9+/_-]{1,64}={0,2}",
+    ),
+    Rule(
+        "urlencoded_credential",
+        "A credential in a URL-encoded query string (a redirect or callback URL inside another: "
+        "...%3Ftoken%3D...%26...), judged as the same key's value anywhere else",
+        # From the encoded "?" or "&" before the parameter (a stream holds text only from a
+        # "%"), whose name ends in a credential word (`access_token`); the whole vocabulary
+        # again would double the pattern that finds prefixes in every token of a stream.
+        r"%(?:25)?(?:3[Ff]|26)(?i:[a-z0-9_.-]{0,16}(?:token|key|secret|password|passwd|pwd|pass"
+        r"|auth|sig|signature|session|sessionid|session_id))%(?:25)?3[Dd]",
+        r"([A-Za-z0-9._~-]{1,64})",
+        judge=_encoded_value,
+        tail=r"[A-Za-z0-9._~-]{1,64}",
+        defers_to_prefixes=True,
+    ),
+)
+
+VETO_RULES: tuple[Rule, ...] = (
+    Rule(
+        "not_secret_key",
+        "A value assigned to a key that names a shared value (a public key or token, a CSRF "
+        "token): not a secret, and not looked at again by the token-key rule",
+        _key_rule_prefix(NOT_SECRET_KEYS),
+        _OPEN_QUOTE + _VALUE,
+        defers_to_prefixes=True,
+        veto=True,
+    ),
+    Rule(
+        "secret_reference",
+        "An Amazon resource name (arn:aws:secretsmanager:...:secret:prod/db-AbCdEf): it names a "
+        "secret kept elsewhere, and the words in it (`secret:`, `key/`) are not keys",
+        r"\barn:aws(?:-[a-z]{2,10}){0,2}:",
+        r"[a-z0-9-]{1,24}:[a-z0-9-]{0,20}:[0-9]{0,12}:[^\s\"'`<>]{1,64}",
+        veto=True,
     ),
 )

@@ -82,8 +82,15 @@ def random_looking(body: str, min_bits: float) -> bool:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Runs a name is made of: "Ed25519PrivateKey" -> Ed, 25519, Private, Key.
 _NAME_PIECE = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+|[0-9]+")
+_WORD_PIECE = re.compile(r"[A-Z]?[a-z]{2,}")
 _EMAIL = re.compile(r"[^@]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+# Base32 (RFC 4648: one-time password seeds, AWS-style ids): 5 bits a character at most.
+_BASE32 = re.compile(r"[A-Z2-7]+=*")
+# A UUID: 122 random bits (version 4) in hexadecimal, which its dashes do not enrich. Next to a
+# key name it is as good a key as any (`X-API-Key: <uuid>`, `client_secret: <uuid>`); alone it
+# is an id, and no rule reads one without a key.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _PATH_START = ("/", "~/", "./", "../")
 _SYMBOLS = frozenset("+/@!#$%^&*~")  # not "_", "-", ".": those join words in identifiers
 # Words that make an assigned value a demo ("secret%3Dpassword"), besides the template markers.
@@ -106,26 +113,56 @@ def is_name(value: str) -> bool:
     # (``Ga9RyNQD56FiCdhNUJKJXUYJ``) has more pieces or several capital runs. This keeps 1.6%
     # of random 24-character tokens from passing as names (0.08% still do), 6% at 12.
     capital_runs = sum(1 for piece in pieces if len(piece) >= 3 and piece.isupper())
-    return capital_runs < 2 and len(pieces) <= 6
+    if capital_runs < 2 and len(pieces) <= 6:
+        return True
+    # Longer names are words of three letters and more, one capital each
+    # (``BetaManagedAgentsCredentialHostUnreachableErrorObject``); the last may be cut short
+    # (a value is judged on its first 64 characters).
+    return all(_WORD_PIECE.fullmatch(piece) for piece in pieces[:-1])
+
+
+_WORDISH = re.compile(r"[a-z]{4}|[A-Z]{4}")
+# How far below log2(length) a short value's entropy may be: one repeated character in 8-11.
+_SHORT_SLACK = 0.3
+
+
+def _counts_up(value: str) -> bool:
+    """Three characters in a row that count up: "123", "abc", "EFG" (case aside)."""
+    codes = [ord(c) for c in value.lower()]
+    return any(
+        codes[i + 1] == codes[i] + 1 and codes[i + 2] == codes[i] + 2 for i in range(len(codes) - 2)
+    )
 
 
 def generic_value(value: str, thresholds: Thresholds) -> bool:
     """A value assigned to ``password``/``token``/... that looks like a real secret."""
     if len(value) < thresholds.min_length:
         return False
-    # Hexadecimal carries at most 4 bits a character: it gets its own, lower, threshold.
-    hexadecimal = _HEX.fullmatch(value) is not None
-    limit = thresholds.min_entropy_hex if hexadecimal else thresholds.min_entropy
-    if shannon_entropy(value) < limit:
-        return False
-    if any(p.search(value) for p in (PLACEHOLDER_WORDS, _DEMO_WORDS, REPEATED, ASCENDING)):
-        return False
+    # Hexadecimal carries at most 4 bits a character, base32 5 and a random base32 string of
+    # 16 characters (a TOTP seed) only about 3.6 by its own frequencies: both get the lower
+    # threshold, as does a UUID (hexadecimal and four dashes).
+    small = any(p.fullmatch(value) for p in (_HEX, _BASE32, _UUID))
+    limit = thresholds.min_entropy_hex if small else thresholds.min_entropy
     classes = (
         any(c.islower() for c in value),
         any(c.isupper() for c in value),
         any(c.isdigit() for c in value),
         any(c in _SYMBOLS for c in value),
     )
+    # A string of n characters has at most log2(n) bits a character: under 12 (2^3.5 ~ 11.3)
+    # no value could reach min_entropy. A short one counts when its characters are (nearly)
+    # all different and mix lower case, upper case and digits, as a generated one's do.
+    ceiling = math.log2(len(value)) - _SHORT_SLACK
+    if ceiling < limit and all(classes[:3]):
+        # Typed values count up ("AbCdEF123", "Pass123x") or hold words ("Ctrl+Shift+F5"): a
+        # random one rarely does either.
+        if _counts_up(value) or _WORDISH.search(value):
+            return False
+        limit = ceiling
+    if shannon_entropy(value) < limit:
+        return False
+    if any(p.search(value) for p in (PLACEHOLDER_WORDS, _DEMO_WORDS, REPEATED, ASCENDING)):
+        return False
     if sum(classes) < 2 or is_name(value):
         return False
     return not (value.startswith(_PATH_START) or _EMAIL.fullmatch(value))
@@ -160,3 +197,8 @@ class Rule:
     defers_to_prefixes: bool = False
     # Instead of ``validator``: judges (text of the match before the secret, secret).
     judge: Judge | None = None
+    # A *veto*: what this rule accepts is known not to be a secret (`publicKey = ...`, a
+    # CSRF token). Nothing is reported, and no other match that starts inside it is looked at:
+    # the words before a key name (`public`, `csrf`) are out of sight of the rule that matches
+    # from the key name on.
+    veto: bool = False

@@ -82,10 +82,31 @@ def _discord(secret: str, thresholds: Thresholds) -> bool:
     return random_looking(secret.rsplit(".", 1)[-1], 3.5)
 
 
+def _digits_colon_random(secret: str, thresholds: Thresholds) -> bool:
+    """Decodes to a numeric id, ":" and random bytes (what the prefix encodes is checked
+    whole: the prefix pattern allows a little more than digits)."""
+    try:
+        decoded = base64.b64decode(secret, validate=True)
+    except binascii.Error:
+        return False
+    head, colon, rest = decoded.partition(b":")
+    if not (colon and head.isdigit() and len(rest) >= 16):
+        return False
+    return random_looking(secret[18:], 3.5)
+
+
+def _bedrock(secret: str, thresholds: Thresholds) -> bool:
+    """A short-term key is known by its fixed start; a long-term one must look generated."""
+    if secret.startswith("bedrock-"):
+        return True
+    return len(secret) >= 64 and random_looking(secret[4:], 3.5)
+
+
 # Alphabets of token bodies (RE2 class bodies).
 _ALNUM = "A-Za-z0-9"
 _URLSAFE = "A-Za-z0-9_-"
 _HEX = "0-9a-f"
+_UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 
 def _token_rule(
@@ -109,9 +130,10 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         "gitlab_token",
         "GitLab tokens: personal/project/group (glpat-), deploy (gldt-), runner (glrt-), "
         "CI job (glcbt-), trigger (glptt-), OAuth app secret (gloas-), feed (glft-), incoming "
-        "mail (glimt-), agent (glagent-), SCIM (glsoat-), feature flags (glffct-), runner "
-        "registration (GR1348941); routable tokens (payload.version+crc) whole",
-        r"\b(?:gl(?:pat|dt|rt|cbt|ptt|oas|ft|imt|agent|soat|ffct)-|GR1348941)",
+        "mail (glimt-), agent (glagent-), SCIM (glsoat-), feature flags (glffct-), workspace "
+        "(glwt-), runner (glrtr-), runner registration (GR1348941); routable tokens "
+        "(payload.version+crc) whole",
+        r"\b(?:gl(?:pat|dt|rtr?|cbt|ptt|oas|ft|imt|agent|soat|ffct|wt)-|GR1348941)",
         f"[{_URLSAFE}]{{20,64}}",
         _generated(r"gl[a-z]+-|GR1348941", 3.0),
         ends=None,
@@ -159,6 +181,17 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         ends=None,
         tail=f"[{_ALNUM}_=-]{{1,64}}",
     ),
+    # The base64 of "<12-digit id>:<20 random bytes>": a run of base64 digit triples, then ":"
+    # (the prefix), so that no word of prose is a prefix.
+    _token_rule(
+        "jira_confluence_pat",
+        "Jira / Confluence Data Center personal access token (base64 of a 12-digit id, ':' and "
+        "20 random bytes; 44 characters)",
+        r"\b(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){4}O[g-v]",
+        f"[{_ALNUM}+/]{{26}}",
+        _digits_colon_random,
+        ends=f"{_ALNUM}+=",
+    ),
     _token_rule(
         "sonarqube_token",
         "SonarQube token: user (squ_), project analysis (sqp_), global analysis (sqa_)",
@@ -174,6 +207,35 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         "",
         _generated(r"AKCp|cmVmdGtuOjAxOj", 3.5, digit=True),
         ends=_ALNUM,
+    ),
+    _token_rule(
+        "sourcegraph_token",
+        "Sourcegraph access token (sgp_ + 40 hex, with an instance id or local_ before it)",
+        r"\bsgp_(?:[0-9a-fA-F]{16}_|local_)?",
+        "[0-9a-fA-F]{40}",
+        _generated(r"sgp_(?:[0-9a-fA-F]{16}_|local_)?", 3.0),
+    ),
+    _token_rule(
+        "bitbucket_access_token",
+        "Bitbucket Data Center HTTP access token (BBDC- + base64 of the user id and a secret)",
+        r"\bBBDC-[MNO][ADQTgjwz]",
+        f"[AEIMQUYcgk][0-5w-z][{_URLSAFE}]{{40}}",
+        _generated(r"BBDC-", 3.5),
+    ),
+    _token_rule(
+        "package_registry_token",
+        "Package registry tokens: NuGet API key (oy2 + 43), Clojars deploy token (CLOJARS_ + 60 "
+        "hex)",
+        r"\b(?:oy2[a-z0-9]{43}|CLOJARS_[0-9a-f]{60})",
+        "",
+        _generated(r"oy2|CLOJARS_", 3.0, digit=True),
+    ),
+    _token_rule(
+        "docker_swarm_secret",
+        "Docker Swarm join token (SWMTKN-1-) or unlock key (SWMKEY-1-)",
+        r"\bSWM(?:TKN|KEY)-1-",
+        f"(?:[0-9a-z]{{50}}-[0-9a-z]{{25}}|[{_ALNUM}+/]{{43}})",
+        _generated(r"SWM[A-Z]{3}-1-", 3.5),
     ),
     # -- AI and ML platforms -----------------------------------------------------------------
     _token_rule(
@@ -194,10 +256,10 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     _token_rule(
         "ai_api_key",
         "AI platform API keys: Perplexity (pplx-), xAI (xai-), Replicate (r8_), Together AI "
-        "(tgp_v1_), Tavily (tvly-), LangSmith (lsv2_pt_, lsv2_sk_)",
-        r"\b(?:pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_)",
+        "(tgp_v1_), Tavily (tvly-), LangSmith (lsv2_pt_, lsv2_sk_), Meta Llama API (llx-)",
+        r"\b(?:pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_|llx-)",
         f"[{_URLSAFE}]{{32,80}}",
-        _generated(r"pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_", 3.5),
+        _generated(r"pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_|llx-", 3.5),
     ),
     # -- cloud, infrastructure, databases ------------------------------------------------------
     _token_rule(
@@ -274,10 +336,10 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "heroku_api_key",
-        "Heroku API key, current format (HRKU-AA + 58)",
-        r"\bHRKU-AA",
-        f"[{_URLSAFE}]{{58}}",
-        _generated("HRKU-AA", 3.5),
+        "Heroku API key, current format (HRKU-AA + 58, or HRKU- + a UUID)",
+        r"\bHRKU-",
+        f"(?:AA[{_URLSAFE}]{{58}}|{_UUID})",
+        _generated("HRKU-(?:AA)?", 3.0),
     ),
     _token_rule(
         "netlify_token",
@@ -285,6 +347,94 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         r"\bnfp_",
         f"[{_ALNUM}]{{36}}",
         _generated("nfp_", 3.5, digit=True),
+    ),
+    _token_rule(
+        "cloudflare_token",
+        "Cloudflare API token: user (cfut_), account (cfat_), API key (cfk_); Origin CA key "
+        "(v1.0-<24 hex>-<146 hex>)",
+        r"\b(?:cf(?:ut|at|k)_|v1\.0-[0-9a-f]{24}-)",
+        f"(?:[{_ALNUM}]{{40,50}}|[{_HEX}]{{64}})",
+        _generated(r"cf[a-z]{1,2}_|v1\.0-[0-9a-f]{24}-", 3.0, digit=True),
+        ends=None,
+        tail=f"[{_HEX}]{{1,64}}",
+    ),
+    _token_rule(
+        "aws_mws_key",
+        "Amazon Marketplace Web Service auth token (amzn.mws.<uuid>)",
+        r"\bamzn\.mws\.",
+        "[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}",
+        _generated(r"amzn\.mws\.", 3.0),
+    ),
+    _token_rule(
+        "aws_bedrock_api_key",
+        "Amazon Bedrock API key: short-term (bedrock-api-key- and the base64 of "
+        "bedrock.amazonaws.com that every one starts with) or long-term (ABSK...)",
+        r"\b(?:bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t|ABSK)",
+        f"[{_ALNUM}+/=]{{0,64}}",
+        _bedrock,
+        ends=None,
+        tail=f"[{_ALNUM}+/=]{{1,64}}",
+    ),
+    # Microsoft Entra (Azure AD) client secrets have no prefix: 3 random characters, a digit
+    # (the secret's version) and "Q~" begin them. A match starts at the digit: a prefix of any
+    # three characters would hold the end of every word of a stream. The three characters
+    # before it are left, the other 37 of the 40 redacted.
+    _token_rule(
+        "azure_ad_client_secret",
+        "Microsoft Entra ID (Azure AD) client secret (<3><digit>Q~ + 31-34): from the digit",
+        r"[0-9]Q~",
+        "[A-Za-z0-9_~.-]{31,34}",
+        _generated(r"[0-9]Q~", 3.5),
+        ends="A-Za-z0-9_~.-",
+    ),
+    _token_rule(
+        "flyio_token",
+        "Fly.io access token (FlyV1 fm1_..., fm2_...)",
+        r"\bFlyV1 fm[12][ar]?_",
+        f"[{_ALNUM}+/=_-]{{40,64}}",
+        _generated(r"FlyV1 fm[12][ar]?_", 3.5),
+        ends=None,
+        tail=f"[{_ALNUM}+/=_-]{{1,64}}",
+    ),
+    _token_rule(
+        "vercel_token",
+        "Vercel token: personal (vcp_), integration (vci_), app access (vca_) and refresh (vcr_), "
+        "API key (vck_)",
+        r"\bvc[pikar]_",
+        f"[{_ALNUM}]{{40,64}}",
+        _generated(r"vc[a-z]_", 3.5, digit=True),
+    ),
+    _token_rule(
+        "akamai_client_token",
+        "Akamai EdgeGrid client or access token (akab-<16>-<16>)",
+        r"\bakab-",
+        "[0-9a-z]{16}-[0-9a-z]{16}",
+        _generated("akab-", 3.0, digit=True),
+    ),
+    _token_rule(
+        "defined_networking_key",
+        "Defined Networking (Nebula) API key (dnkey-<26>-<52> base32)",
+        r"\bdnkey-",
+        "[A-Z2-7]{26}-[A-Z2-7]{52}",
+        _generated("dnkey-", 3.5),
+    ),
+    _token_rule(
+        "nats_nkey_seed",
+        "NATS nkey seed (S + the key's type: U user, A account, O operator, N server, C "
+        "cluster, X curve; then 56 base32)",
+        r"\bS[UAONCX]",
+        "[A-Z2-7]{56}",
+        _generated("S[A-Z]", 3.5),
+        ends=_ALNUM,
+    ),
+    _token_rule(
+        "dropbox_token",
+        "Dropbox OAuth2 access token (sl. or sl.u. + 77-177)",
+        r"\bsl\.(?:u\.)?",
+        f"[{_URLSAFE}]{{64}}",
+        _generated(r"sl\.(?:u\.)?", 3.5, digit=True, mixed=True),
+        ends=None,
+        tail=f"[{_URLSAFE}]{{1,64}}",
     ),
     # -- observability ---------------------------------------------------------------------
     _token_rule(
@@ -307,10 +457,20 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "new_relic_key",
-        "New Relic user API key (NRAK- + 27) or Insights insert key (NRII- + 32)",
+        "New Relic user API key (NRAK- + 27) or Insights insert key (NRII- + 25-32)",
         r"\bNR(?:AK|II)-",
-        f"[{_URLSAFE}]{{27,32}}",
+        f"[{_URLSAFE}]{{25,32}}",
         _generated(r"NR[A-Z]{2}-", 3.5, digit=True),
+    ),
+    # The key's marker is its end: the prefix is the whole key (40 characters), so prose is
+    # held only for a run of hex digits at its end.
+    _token_rule(
+        "new_relic_license_key",
+        "New Relic ingest license key (36 hex digits, or eu01xx and 30, then NRAL)",
+        r"\b(?:eu01xx[0-9a-f]{30}|[0-9a-f]{36})NRAL",
+        "",
+        _generated("", 3.0, digit=True),
+        ends=_ALNUM,
     ),
     _token_rule(
         "dynatrace_token",
@@ -322,12 +482,72 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "posthog_personal_key",
-        "PostHog personal API key (phx_ + 43); the project key phc_ is public by design",
-        r"\bphx_",
-        f"[{_ALNUM}]{{43}}",
-        _generated("phx_", 3.5, digit=True),
+        "PostHog personal API key (phx_), project secret key (phs_), OAuth access (pha_) and "
+        "refresh (phr_) tokens; the project key phc_ is public by design",
+        r"\bph[xsar]_",
+        f"[{_ALNUM}]{{43,64}}",
+        _generated("ph[xsar]_", 3.5, digit=True),
     ),
     # -- communication, payments, productivity ---------------------------------------------------
+    # The secret follows the app id: "<app id>|<app secret>" is an app access token.
+    _token_rule(
+        "facebook_app_token",
+        "Facebook app access token (<app id>|<app secret>): the secret",
+        r"\b[0-9]{12,18}\|",
+        f"([{_URLSAFE}]{{24,28}})",
+        _generated("", 3.5, digit=True),
+    ),
+    _token_rule(
+        "facebook_access_token",
+        "Facebook / Meta Graph API access token (EAA + an app letter, 100 and more)",
+        r"\bEAA[B-Z]",
+        f"[{_ALNUM}]{{60,64}}",
+        _generated("EAA[A-Z]", 3.5, digit=True, mixed=True),
+        ends=None,
+        tail=f"[{_ALNUM}]{{1,64}}",
+    ),
+    _token_rule(
+        "instagram_token",
+        "Instagram Graph API access token (IGQVJ...)",
+        r"\bIGQVJ",
+        f"[{_URLSAFE}]{{60,64}}",
+        _generated("IGQVJ", 3.5),
+        ends=None,
+        tail=f"[{_URLSAFE}]{{1,64}}",
+    ),
+    # 21 "A"s open the token; the generated part comes later (the validator looks there).
+    _token_rule(
+        "x_bearer_token",
+        "X (Twitter) app-only bearer token (AAAAAAAAAAAAAAAAAAAAA + URL-encoded base64)",
+        r"\bA{21}",
+        f"[{_ALNUM}%]{{40,64}}",
+        lambda secret, _: random_looking(secret[-32:], 3.5),
+        ends=None,
+        tail=f"[{_ALNUM}%]{{1,64}}",
+    ),
+    # The key's marker is its end: the prefix is the whole key.
+    _token_rule(
+        "mailchimp_api_key",
+        "Mailchimp API key (32 hex digits, then -us and the data center)",
+        r"\b[0-9a-f]{32}-us[0-9]{1,2}",
+        "",
+        _generated("", 3.0, digit=True),
+        ends=_ALNUM,
+    ),
+    _token_rule(
+        "intra42_secret",
+        "42 intranet (intra.42.fr) client secret (s-s4t2ud-, s-s4t2af- + 64 hex)",
+        r"\bs-s4t2(?:ud|af)-",
+        f"[{_HEX}]{{64}}",
+        _generated(r"s-s4t2[a-z]{2}-", 3.0),
+    ),
+    _token_rule(
+        "wundergraph_api_key",
+        "WunderGraph Cosmo API key (cosmo_ + 32 hex)",
+        r"\bcosmo_",
+        f"[{_HEX}]{{32}}",
+        _generated("cosmo_", 3.0, digit=True),
+    ),
     _token_rule(
         "shopify_token",
         "Shopify token: admin API (shpat_), shared secret (shpss_), custom app (shpca_), "
@@ -432,8 +652,8 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "notion_token",
-        "Notion integration token (ntn_ + 11 digits + 35; legacy secret_ + 43)",
-        f"\\b(?:ntn_[0-9]{{11}}[{_ALNUM}]{{35}}|secret_[{_ALNUM}]{{43}})",
+        "Notion integration token (ntn_ + 46; legacy secret_ + 43)",
+        f"\\b(?:ntn_[{_ALNUM}]{{46}}|secret_[{_ALNUM}]{{43}})",
         "",
         _generated(r"ntn_|secret_", 3.5, digit=True),
     ),
@@ -461,6 +681,14 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         _generated("ops_", 3.5),
         ends=None,
         tail=f"[{_ALNUM}+/=_-]{{1,64}}",
+    ),
+    _token_rule(
+        "onepassword_secret_key",
+        "1Password account Secret Key (A3-XXXXXX-XXXXXXXXXXX-XXXXX-XXXXX-XXXXX)",
+        r"\bA3-[A-Z0-9]{6}-",
+        "(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+        _generated(r"A3-", 3.0, digit=True),
+        ends=_ALNUM,
     ),
     _token_rule(
         "age_secret_key",

@@ -1,0 +1,276 @@
+"""``secrets``: kinds of credential text added for issue 17 (dev half of CredSweeper's samples),
+each with benign look-alikes that must stay clean.
+
+UUIDs next to a key name, defaults of environment lookups, name/value pairs, Ruby's ``||=``,
+servers' password directives, short generated values, tokens inside terminal color codes and
+GitHub tokens that wrap a JWT. Every value here is made up (random ones come from a seeded
+generator at test time).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+
+import pytest
+
+from shields.builtin.secrets import SecretsShield, SecretsSpec
+from shields.scan import TextScan, check_text, merge_redactions, redact
+
+ALNUM = string.ascii_letters + string.digits
+RNG = random.Random("issue-17-kinds")
+
+
+def rand(n: int, alphabet: str = ALNUM) -> str:
+    chars = [RNG.choice(alphabet) for _ in range(n)]
+    chars[:3] = [RNG.choice("ABCDEFGH"), RNG.choice("jkmnpq"), RNG.choice("79")]
+    return "".join(chars)
+
+
+def b64url(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+SHIELD = SecretsShield(SecretsSpec(id="sec", action="redact"))  # type: ignore[call-arg]
+
+
+def found(text: str) -> list[tuple[str, str]]:
+    return [(f.label, text[f.start : f.end]) for f in check_text([SHIELD], text)]
+
+
+def redacted(text: str) -> str:
+    return redact(text, 0, merge_redactions(check_text([SHIELD], text)))
+
+
+def streamed_everywhere(text: str) -> None:
+    """Split in two at every point, the stream finds exactly what the whole text has."""
+    whole = [(f.label, f.start, f.end) for f in check_text([SHIELD], text)]
+    for cut in range(1, len(text)):
+        scan = TextScan([SHIELD], holdback=SHIELD.max_match)
+        got = scan.feed(text[:cut]) + scan.feed(text[cut:]) + scan.finish()
+        assert [(f.label, f.start, f.end) for f in got] == whole, cut
+
+
+# -- UUIDs ---------------------------------------------------------------------------------------
+
+# A UUID whose characters repeat a lot: 3.3 bits each, under the threshold of other values.
+PLAIN_UUID = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "X-API-Key: {}",
+        'curl -H "Authorization: Bearer {}" https://api.example.net',
+        '"client_secret": "{}"',
+        "license_key: {}",
+    ],
+)
+def test_a_uuid_next_to_a_key_name_is_a_secret(template: str) -> None:
+    text = template.format(PLAIN_UUID)
+    assert found(text) == [("generic_secret", PLAIN_UUID)]
+    assert redacted(text) == template.format("[SECRET]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{PLAIN_UUID} # a bare id",
+        f"The request {PLAIN_UUID} failed twice.",
+        f'request_id = "{PLAIN_UUID}"',
+        f"session uuid {PLAIN_UUID} was logged",
+        "token: 00000000-0000-0000-0000-000000000000",
+        "api_key = 12345678-ABCD-ABCD-ABCD-1234567890AB",
+    ],
+)
+def test_a_uuid_without_a_key_name_or_made_by_hand_is_not(text: str) -> None:
+    assert found(text) == []
+
+
+# -- environment lookups, name/value pairs, ||= ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "label"),
+    [
+        ('if SECRET := getenv("CONF", "{}"):', "generic_secret"),
+        ('db_pass = os.getenv("DB", "{}")', "config_password"),
+        ("password = ENV.fetch('X', '{}')", "config_password"),
+        ("'api_key' => env('SVC', '{}'),", "generic_secret"),
+        ("ENV['SECRET_KEY_BASE'] ||= '{}'", "generic_secret"),
+        ('  - name: DB_PASSWORD\n    value: "{}"', "config_password"),
+        ('{{"name": "api_key", "value": "{}"}}', "generic_secret"),
+    ],
+)
+def test_defaults_pairs_and_or_assignments_redact_the_value_alone(
+    template: str, label: str
+) -> None:
+    value = rand(24)
+    text = template.format(value)
+    assert found(text) == [(label, value)]
+    assert redacted(text) == template.format("[SECRET]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'password = os.getenv("DB_PASSWORD", "")',
+        'password = os.getenv("DB_PASSWORD", "changeme")',
+        'token = os.getenv("TOKEN", None)',
+        "secret = os.getenv('NAME', default_secret)",
+        'SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY")',
+        "  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: db, key: pw}",
+        '  - name: DB_PASSWORD\n    value: "${DB_PASSWORD}"',
+        '{"name": "api_key", "value": "<your key>"}',
+        '{"name": "password", "value": ""}',
+        "ENV['SECRET_KEY_BASE'] ||= generate_secret",
+    ],
+)
+def test_lookups_without_a_literal_and_placeholders_are_not_credentials(text: str) -> None:
+    assert found(text) == []
+
+
+# -- servers' password directives ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", ["requirepass {}", "masterauth {}", "rootpw {}", "bindpw {}"])
+def test_server_password_directives(template: str) -> None:
+    value = rand(14)
+    assert found(template.format(value)) == [("config_password", value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "requirepass yes",
+        "Set requirepass in redis.conf and restart the server.",
+        "masterauth <master-password>",
+        "rootpw {SSHA}",
+    ],
+)
+def test_server_directives_without_a_password_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+# -- short generated values ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["Qw7rT2yU9pL", "aZ3kR9pQ", "x8K#q2Lm9w"])
+def test_a_short_generated_value_next_to_a_token_key_is_a_secret(value: str) -> None:
+    # Under 12 characters no value reaches 3.5 bits a character: all but one different and of
+    # three kinds is what a generated one looks like.
+    assert found(f'secret = "{value}"') == [("generic_secret", value)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "AbCdEF123",
+        "Pass123x",
+        "Hello123",
+        "GEHEIMNIS",
+        "qwerty12",
+        "Ctrl+Shift",
+        "Ctrl+Shift+F5",
+        "xY7xY7xY7",
+    ],
+)
+def test_short_typed_values_next_to_a_token_key_are_not(value: str) -> None:
+    assert found(f'secret = "{value}"') == []
+
+
+# -- terminal color codes --------------------------------------------------------------------------
+
+
+def test_a_token_inside_terminal_color_codes_is_found_and_the_codes_stay() -> None:
+    token = "ghp_" + rand(36)
+    text = f"$ gh auth token\n\x1b[1;32m{token}\x1b[0m\n"
+    assert found(text) == [("github_token", token)]
+    assert redacted(text) == "$ gh auth token\n\x1b[1;32m[SECRET]\x1b[0m\n"
+
+
+def test_a_stream_cut_inside_a_color_code_agrees_with_the_whole_text() -> None:
+    token = "sk-" + "".join(RNG.choice("0123456789abcdef") for _ in range(32))
+    text = f"key: \x1b[93m{token}\x1b[0m and \x1b[38;5;196mghp_{rand(36)}\x1b[0m done"
+    assert [label for label, _ in found(text)] == ["deepseek_api_key", "github_token"]
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x1b[32mINFO\x1b[0m loaded 12 tokens from the cache",
+        "\x1b[1;31merror\x1b[0m: the sk-learn pipeline failed",
+        "\x1b]0;window title\x07 \x1b[K done",
+        "a lone \x1b escape and a [93m bracket",
+    ],
+)
+def test_colored_prose_is_not_a_secret(text: str) -> None:
+    assert found(text) == []
+    streamed_everywhere(text)
+
+
+# -- GitHub tokens that wrap a JWT -----------------------------------------------------------------
+
+
+def test_a_github_token_wrapping_a_jwt_is_redacted_whole() -> None:
+    token = (
+        "ghs_20260523_"
+        + b64url({"alg": "RS256", "typ": "JWT"})
+        + "."
+        + b64url({"iat": 1792521450, "iss": "4242"})
+        + "."
+        + rand(43)
+    )
+    text = f"GITHUB_TOKEN: {token}. Then push."
+    assert {label for label, _ in found(text)} == {"github_jwt_token"}
+    assert redacted(text) == "GITHUB_TOKEN: [SECRET]. Then push."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ghs_20260523_eyJub3RhIGhlYWRlcg.eyJ0aGlz",  # the header is no JOSE header
+        "the ghs_ prefix marks an installation token",
+        "ghs_20260523_ and nothing after it",
+    ],
+)
+def test_github_look_alikes_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+# -- .pgpass lines ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "db.internal:5432:shop:app:{}\n",
+        "*:*:*:replicator:{}",
+        "10.0.0.5:6432:*:postgres:{}\r\nlocalhost:5432:*:app:other",
+    ],
+)
+def test_a_pgpass_line_redacts_the_password_alone(template: str) -> None:
+    value = rand(16)
+    text = template.format(value)
+    assert ("pgpass_password", value) in found(text)
+    assert "[SECRET]" in redacted(text) and value not in redacted(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2024-05-01 10:15:30:INFO:worker42\n",
+        "db.internal:5432:shop:app:*\n",
+        "db.internal:5432:shop:app:app\n",
+        "db.internal:5432:shop:app:changeme\n",
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+        "fe80:0000:0000:0000:0202:b3ff:fe1e:8329\n",
+        "Meet at 10:30: bring the slides and the laptop.\n",
+        "db.internal:5432:shop:app:Zx8Kq2Lm9w and more words on the line",
+    ],
+)
+def test_colon_lines_without_a_password_field_do_not_fire(text: str) -> None:
+    assert found(text) == []
