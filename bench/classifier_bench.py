@@ -1,6 +1,7 @@
 """Latency and throughput of ``classifier`` shields on this machine, beside a regex shield.
 
-Builds the tests' bag-of-words classifier (``tests/classifier_model_builder.py``: a real ONNX
+Builds the tests' bag-of-words classifier (``tests/support/classifier_model_builder.py``: a real
+ONNX
 graph and ``tokenizers`` tokenizer; ``--hidden``/``--layers`` make it as costly per token as you
 like) and runs the same texts through:
 
@@ -46,7 +47,7 @@ from shields.builtin.classifier_engine import add_observer
 from shields.policy import parse_policy
 from shields.remote import JudgeRequest
 from shields.scan import check_text
-from tests.classifier_model_builder import BENIGN_WORDS, TRIGGERS, build_classifier
+from tests.support.classifier_model_builder import BENIGN_WORDS, TRIGGERS, build_classifier
 
 REGEX_POLICY = r"""
 version: 1

@@ -80,9 +80,9 @@ from harness import (
 )
 from revision import code_revision
 
-from proxy.refusal import StreamContext
-from proxy.sse import SSEDecoder, SSEEvent
-from proxy.stream_guard import GuardState, StreamGuard
+from proxy.exchange.refusal import StreamContext
+from proxy.stream.guard import GuardState, StreamGuard
+from proxy.stream.sse import SSEDecoder, SSEEvent
 from shields.policy import CompiledPolicy, load_policy
 
 # -- the answers -------------------------------------------------------------------------------

@@ -155,7 +155,8 @@ def benign_encodings(data: Data) -> tuple[Sample, ...]:
     """Ordinary encoded content a chat carries: data URLs of (random) image bytes, digests,
     UUIDs, git SHAs, hex colours, percent-encoded URLs, and benign questions in base64 (what
     decodes, and reads as text, must still pass). No JWT: the secrets shield flags one as it
-    is, decoded or not (``tests/test_decode_stream.py`` checks that decoding adds nothing)."""
+    is, decoded or not (``tests/shields/test_decode_stream.py`` checks that decoding adds
+    nothing)."""
     rng = random.Random(25)
     out = []
     for i, sample in enumerate(data.benign):

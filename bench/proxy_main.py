@@ -1,8 +1,9 @@
 """``shieldgate serve`` for the benchmarks, on an event loop chosen with ``--loop``.
 
 The same steps as the CLI's ``serve`` with one process (settings from flags and an optional
-``--config`` file, the policies, logging, :func:`proxy.server.serve` announcing
-``shieldgate listening on URL``), but run with :func:`proxy.server.run` so that a benchmark can
+``--config`` file, the policies, logging, :func:`proxy.serving.server.serve` announcing
+``shieldgate listening on URL``), but run with :func:`proxy.serving.server.run` so that a benchmark
+can
 put asyncio's loop and uvloop side by side in one run. The environment's ``SHIELDGATE_*``
 variables are ignored: only what the benchmark passes counts. Stops on SIGTERM, SIGINT, or the
 end of its standard input when that is a pipe (the benchmark that started it is gone).
@@ -23,8 +24,8 @@ from revision import REPO_ROOT
 sys.path.insert(0, str(REPO_ROOT))  # this checkout's proxy/, as `python -m proxy` would
 
 from proxy.cli import announce, load_policies
-from proxy.logs import configure_logging
-from proxy.server import run, serve
+from proxy.ops.logs import configure_logging
+from proxy.serving.server import run, serve
 from proxy.settings import Settings, read_config_file
 
 

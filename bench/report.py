@@ -336,7 +336,7 @@ def reading_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
                     else ""
                 )
                 + "): runs of look-alike events are framed, checked and decoded per network "
-                "read, not per event (`proxy/sse_runs.py`). A realistic server streams tens to "
+                "read, not per event (`proxy/stream/runs.py`). A realistic server streams tens to "
                 "a few hundred events per second per request, so one core carries thousands of "
                 "concurrent streams."
             )
@@ -452,7 +452,7 @@ HISTORY_NOTES = [
     "input stage remembers, per process, what its local shields found in each text of a "
     "request, and scans only the texts it has not seen; a remembered text's findings are "
     "enforced as a fresh scan's (same blocks, same redactions written into the forwarded "
-    "body, same findings logged, counted and audited; `tests/test_input_cache.py` compares "
+    "body, same findings logged, counted and audited; `tests/shields/test_input_cache.py` compares "
     "cached and fresh checks of random conversations growing turn by turn). A text is "
     "remembered under everything the local shields read of it: the compiled policy (each "
     "compiled policy and endpoint view is a build of its own, so a reload starts afresh) and "
@@ -477,7 +477,7 @@ HISTORY_NOTES = [
     "read), and one cache lookup per text (hashing its characters). A large body stays on "
     "the event loop when it is quick to read (up to 2 MiB and 1,000 JSON objects) and its new "
     "text short (64K characters), instead of two thread hops, which cost milliseconds on a "
-    "busy machine (`proxy/off_loop.py`); many tiny objects or much new text still go to a "
+    "busy machine (`proxy/serving/off_loop.py`); many tiny objects or much new text still go to a "
     "worker thread.",
 ]
 

@@ -32,7 +32,7 @@ What is measured
     read), ``256-char`` (one ``feed`` per 256 characters) and ``4-char/1KB-read`` (the text cut
     into 4-character deltas beforehand, as the SSE decoder hands them over, then joined and
     fed 1,024 characters at a time, the joining timed: a fast upstream, whose network reads
-    carry 1-7 KB of text, is scanned this way by the stream guard, ``proxy/stream_guard.py``).
+    carry 1-7 KB of text, is scanned this way by the stream guard, ``proxy/stream/guard.py``).
     Each run also checks that the streamed findings equal the whole-text findings (``same``).
 
     ``4-char`` is bounded by Python itself: 250,000 calls per MB. The same loop with a feed

@@ -2,7 +2,7 @@
 
 What it does
     Starts ``shieldgate serve`` (``policies/default.yaml`` unless ``--policy``) in its own
-    process in front of the scripted fake upstream of the tests (``tests/fake_upstream.py``,
+    process in front of the scripted fake upstream of the tests (``tests/support/fake_upstream.py``,
     served from this process), then runs ``--concurrency`` clients for ``--seconds``. Each
     client picks a scenario at random (weights below), sends it with plain aiohttp, and checks
     the exact outcome the proxy promises for it:
@@ -29,7 +29,8 @@ What it does
     ``--request-timeout``), ``exception:<type>`` (the client failed), ``proxy_died`` (the
     proxy process exited; the soak stops there). The replies' prose has accents and euro
     signs; ``--emoji`` adds characters above U+FFFF, which currently crash the proxy (the
-    denylist shield's pyahocorasick bug, ``tests/test_fuzz.py``), so they are off by default.
+    denylist shield's pyahocorasick bug, ``tests/guarantees/test_fuzz.py``), so they are off by
+    default.
 
 What it reports
     Every ``--report-every`` seconds: requests so far, errors, and the proxy's resident memory
@@ -66,9 +67,9 @@ from typing import Any
 import aiohttp
 from revision import REPO_ROOT, code_revision  # bench/ is on sys.path when run
 
-sys.path.insert(0, str(REPO_ROOT))  # tests.fake_upstream: the upstream the tests script
+sys.path.insert(0, str(REPO_ROOT))  # tests.support.fake_upstream: the upstream the tests script
 
-from tests.fake_upstream import (
+from tests.support.fake_upstream import (
     FakeUpstream,
     RecordedRequest,
     Reply,
@@ -90,7 +91,7 @@ PROSE = (
 )
 WORDS = [*re.findall(r"\w+", PROSE), "café", "naïve", "€5", "Grüße"]
 # Characters above U+FFFF. Off by default: with pyahocorasick 2.3.1 the denylist shield
-# corrupts the proxy's heap on them and it dies within seconds (see tests/test_fuzz.py,
+# corrupts the proxy's heap on them and it dies within seconds (see tests/guarantees/test_fuzz.py,
 # test_astral_characters_do_not_corrupt_the_process); ``--emoji`` shows it.
 EMOJI = ["\U0001f600", "\U0001f680", "\U00022472"]
 

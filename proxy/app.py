@@ -5,7 +5,7 @@ forwarded: an endpoint the proxy cannot guard (files, assistants, audio...) must
 around the policy. docs/endpoints.md lists what each route guards.
 
 Errors aiohttp answers by itself, before any route runs, are in that shape too: see
-``proxy.connection``.
+``proxy.serving.connection``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.audit import AuditTrail
-from proxy.auth import KEYS, auth_middleware, presents_valid_key
-from proxy.chat import chat_completions
-from proxy.completions import create_completion
-from proxy.connection import expect_continue
-from proxy.embeddings import create_embeddings
+from proxy.clients.auth import KEYS, auth_middleware, presents_valid_key
+from proxy.clients.keys import KeySource
+from proxy.endpoints.chat import chat_completions
+from proxy.endpoints.completions import create_completion
+from proxy.endpoints.embeddings import create_embeddings
+from proxy.endpoints.messages import count_tokens, create_message
+from proxy.endpoints.models import list_models
+from proxy.endpoints.responses import create_response, delete_response, retrieve_response
 from proxy.errors import (
     Handler,
     UpstreamError,
@@ -34,24 +36,20 @@ from proxy.errors import (
     error_middleware,
     json_response,
 )
-from proxy.keys import KeySource
-from proxy.logs import redact_aiohttp_logs
-from proxy.mcp_pins import PinSource
-from proxy.messages import count_tokens, create_message
-from proxy.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from proxy.metrics import Metrics
-from proxy.models import list_models
-from proxy.policy_source import Companion, PolicySource
-from proxy.readiness import UpstreamProbe, readiness
-from proxy.remote_backends import HttpBackends
-from proxy.request_context import (
+from proxy.mcp.pins import PinSource
+from proxy.ops.audit import AuditTrail
+from proxy.ops.logs import redact_aiohttp_logs
+from proxy.ops.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from proxy.ops.metrics import Metrics
+from proxy.ops.policy_source import Companion, PolicySource
+from proxy.serving.connection import expect_continue
+from proxy.serving.readiness import UpstreamProbe, readiness
+from proxy.serving.request_context import (
     REQUEST_ID_HEADER,
     noted_verdict,
     request_id_middleware,
     request_id_of,
 )
-from proxy.response_store import open_response_store
-from proxy.responses import create_response, delete_response, retrieve_response
 from proxy.settings import Settings
 from proxy.state import (
     AUDIT,
@@ -72,7 +70,9 @@ from proxy.state import (
     policy_for,
     tenant_of,
 )
-from proxy.upstream import LoggedFailure, Upstream
+from proxy.store.responses import open_response_store
+from proxy.upstream.client import LoggedFailure, Upstream
+from proxy.upstream.remote_backends import HttpBackends
 from shields.normalize import load_confusables
 from shields.openai.input_cache import InputCache
 from shields.policy import CompiledPolicy
@@ -135,7 +135,7 @@ async def _response_store(app: web.Application) -> AsyncIterator[None]:
 
 async def readyz(request: web.Request) -> web.Response:
     """Ready: a policy is in force (always, once started) and the upstream accepts connections.
-    The details need a valid client key (see ``proxy.readiness``)."""
+    The details need a valid client key (see ``proxy.serving.readiness``)."""
     upstream = await request.app[UPSTREAM_PROBE].check()
     body, ready = readiness(request.app[POLICY], upstream, details=presents_valid_key(request))
     return json_response(body, status=200 if ready else 503)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from proxy.audit import audit_log_problem
-from proxy.keys import keys_file_problem, new_key_command
+from proxy.clients.keys import keys_file_problem, new_key_command
+from proxy.ops.audit import audit_log_problem
 from proxy.settings import Settings, read_config_file, upstream_loop_problem
 from shields.base import Stage
 from shields.commands import check_policies, run_policy_tests, scan_lines
@@ -202,7 +202,7 @@ def _offline_command(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from proxy.mcp_cli import forget_command, pin_command, settings_for
+    from proxy.mcp.cli import forget_command, pin_command, settings_for
 
     config_path = args.config or os.environ.get("SHIELDGATE_CONFIG")
     try:
@@ -234,7 +234,7 @@ def _remote(enabled: bool) -> Iterator[BlockingRemote | None]:
     if not enabled:
         yield None
         return
-    from proxy.remote_backends import HttpBackends
+    from proxy.upstream.remote_backends import HttpBackends
 
     backends = HttpBackends()
     remote = BlockingRemote(backends)
@@ -281,21 +281,23 @@ def _serve_command(args: argparse.Namespace) -> int:
     if settings.audit_log and (problem := audit_log_problem(settings.audit_log)):
         return _fail(problem)  # not "cannot listen": the socket is not what failed
     if settings.mcp_pins_file:
-        from proxy.mcp_pins import pins_file_problem
+        from proxy.mcp.pins import pins_file_problem
 
         if problem := pins_file_problem(settings.mcp_pins_file):
             return _fail(problem)
     # Imported here: it loads aiohttp, which the offline commands (check, test, scan) never
     # need, so a pre-commit hook does not pay for it.
-    from proxy.logs import configure_logging
+    from proxy.ops.logs import configure_logging
 
     configure_logging(settings.log_level, json_format=settings.log_format == "json")
     if settings.workers > 1:
-        from proxy.workers import serve_workers
+        from proxy.serving.workers import serve_workers
 
         return serve_workers(settings)
-    from proxy.response_store import StoreStartupError
-    from proxy.server import run  # uvloop when installed (bench/overhead_bench.py: ~10% CPU)
+    from proxy.serving.server import (
+        run,  # uvloop when installed (bench/overhead_bench.py: ~10% CPU)
+    )
+    from proxy.store.responses import StoreStartupError
 
     try:
         run(_serve(settings, policies))
@@ -320,7 +322,7 @@ def announce(url: str) -> None:
 async def _serve(settings: Settings, policies: PolicySet) -> None:
     # Imported here: aiohttp and the service cost half a second that `check`, `test` and
     # `scan` (pre-commit hooks, CI) should not pay.
-    from proxy.server import serve
+    from proxy.serving.server import serve
 
     await serve(settings, policies, announce)
 

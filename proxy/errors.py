@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import json_codec
+from shields import json_codec
 from shields.openai.errors import RequestShapeError
 
 __all__ = [
@@ -120,7 +120,7 @@ class ExternalConnectorError(ProxyError):
 
 class McpToolsChanged(ExternalConnectorError):
     """An MCP server's tools are not the ones pinned or first seen, and the setting
-    ``mcp_tool_changes`` is ``refuse_server`` (``proxy.mcp_pinning``)."""
+    ``mcp_tool_changes`` is ``refuse_server`` (``proxy.mcp.pinning``)."""
 
     code = "mcp_tools_changed"
 
@@ -188,7 +188,7 @@ class StoreUnavailable(ProxyError):
     type = "server_error"
     code = "store_unavailable"
     # A few seconds: the PostgreSQL store's pool reconnects within them once the database is
-    # back (see proxy.response_store_pg).
+    # back (see proxy.store.postgres).
     retry_after = 5
 
     def response(self) -> web.Response:

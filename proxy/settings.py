@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from yarl import URL
 
-from proxy.mcp_servers import allowed_server
+from proxy.mcp.servers import allowed_server
 
 __all__ = [
     "DEFAULT_UPSTREAM",
@@ -114,13 +114,14 @@ class Settings(BaseModel):
     audit_hash_key: str | None = Field(default=None, repr=False)
     # Debug only: write the matched text itself into the audit trail instead of its hash.
     audit_include_text: bool = False
-    # Client keys of the proxy (YAML, salted hashes; see proxy/keys.py). Set: every request but
+    # Client keys of the proxy (YAML, salted hashes; see proxy/clients/keys.py). Set: every request
+    # but
     # /healthz, /readyz, /metrics needs `Authorization: Bearer sg-...` or gets 401. None: open.
     keys_file: str | None = None
     # Model names allowed as a metrics label (others count as "other"), comma-separated.
     metrics_models: tuple[str, ...] = ()
     # MCP servers the Responses API may call for a client (``type: mcp`` tools): URL
-    # prefixes, comma-separated (``proxy.mcp_servers``). Empty: none (deny by default).
+    # prefixes, comma-separated (``proxy.mcp.servers``). Empty: none (deny by default).
     mcp_servers: tuple[str, ...] = ()
     # One MCP hop (a listing or a call): connecting, the longest silence between two reads,
     # the whole hop (connection and session set-up included), and the largest body of any
@@ -133,7 +134,7 @@ class Settings(BaseModel):
     # request's ``max_tool_calls`` may lower it).
     mcp_max_turns: int = Field(default=8, ge=1, le=64)
     mcp_max_calls: int = Field(default=16, ge=1, le=256)
-    # Tool pinning (``proxy.mcp_pinning``): the pins file (YAML, kept in git; written by
+    # Tool pinning (``proxy.mcp.pinning``): the pins file (YAML, kept in git; written by
     # ``shieldgate mcp pin``) whose fingerprints win over first-use records, and what a tool
     # whose fingerprint changed gets: withheld from the model (refuse_tool), the request
     # refused (refuse_server), or let through and recorded (monitor).

@@ -8,19 +8,19 @@ from collections.abc import Callable, Iterable, Sequence
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from proxy.audit import AuditContext, AuditTrail
-from proxy.auth import client_key_of
+from proxy.clients.auth import client_key_of
 from proxy.errors import BadRequest, PayloadTooLarge, ProxyError, UndecodableBody
-from proxy.mcp_pins import PinSource
-from proxy.metrics import Metrics
-from proxy.policy_source import PolicySource
-from proxy.readiness import UpstreamProbe
-from proxy.remote_backends import HttpBackends
-from proxy.request_context import note_verdict, request_id_of
-from proxy.response_store import ResponseStore
+from proxy.mcp.pins import PinSource
+from proxy.ops.audit import AuditContext, AuditTrail
+from proxy.ops.metrics import Metrics
+from proxy.ops.policy_source import PolicySource
+from proxy.serving.readiness import UpstreamProbe
+from proxy.serving.request_context import note_verdict, request_id_of
 from proxy.settings import Settings
-from proxy.stream_checks import RemoteContext
-from proxy.upstream import Upstream
+from proxy.store.responses import ResponseStore
+from proxy.stream.remote_checks import RemoteContext
+from proxy.upstream.client import Upstream
+from proxy.upstream.remote_backends import HttpBackends
 from shields.base import Action, Finding, Role, Shield, Stage, Verdict
 from shields.openai.input_cache import InputCache
 from shields.policy import CompiledPolicy
@@ -91,7 +91,7 @@ INPUT_CACHE = web.AppKey("input_cache", InputCache)
 UPSTREAM = web.AppKey("upstream", Upstream)
 RESPONSE_STORE = web.AppKey("response_store", ResponseStore)
 REMOTE_BACKENDS = web.AppKey("remote_backends", HttpBackends)
-# The MCP pins file's pins (``mcp_pins_file``), when there is one (``proxy.mcp_pinning``).
+# The MCP pins file's pins (``mcp_pins_file``), when there is one (``proxy.mcp.pinning``).
 MCP_PINS = web.AppKey("mcp_pins", PinSource)
 _REQUEST_POLICY = web.RequestKey("policy", CompiledPolicy)
 
@@ -197,7 +197,7 @@ def record_findings(
 ) -> None:
     """Logs, counts and audits each finding — which shield, which rule, where, on which
     endpoint — and never the text itself. ``hop``: the MCP hop the text was on
-    (``mcp_tools``, ``mcp_arguments``, ``mcp_result``; see ``proxy.mcp_checks``), named in the
+    (``mcp_tools``, ``mcp_arguments``, ``mcp_result``; see ``proxy.mcp.checks``), named in the
     log line, the audit record and ``shieldgate_mcp_findings_total``."""
     if not findings:  # most requests: nothing to look up
         return

@@ -1,7 +1,7 @@
 """shieldgate's shields as a library: policies, evaluation, and the types a shield plugin uses.
 
 Everything a user of the shields without the proxy needs is importable from here (docs/library.md;
-``tests/test_library_api.py`` pins the list)::
+``tests/shields/test_library_api.py`` pins the list)::
 
     from shields import Role, Stage, evaluate, parse_policy
 

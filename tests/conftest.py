@@ -1,8 +1,9 @@
 """Shared fixtures: a scripted fake upstream, the real proxy in front of it, and clients.
 
-Everything here is real: ``upstream`` is a :class:`~tests.fake_upstream.FakeUpstream` (an aiohttp
+Everything here is real: ``upstream`` is a :class:`~tests.support.fake_upstream.FakeUpstream` (an
+aiohttp
 server on 127.0.0.1, port 0) and ``make_proxy`` starts the same server code the ``shieldgate
-serve`` command runs (``proxy.server.start_server``) on another free port. Tests talk to the
+serve`` command runs (``proxy.serving.server.start_server``) on another free port. Tests talk to the
 proxy over TCP, either with the official ``openai`` SDK (``make_client``) or with plain aiohttp
 (``http``) when the exact bytes on the wire matter.
 
@@ -26,11 +27,11 @@ import openai
 import pytest
 
 from proxy.cli import default_policy
-from proxy.server import RunningServer, start_server
+from proxy.serving.server import RunningServer, start_server
 from proxy.settings import Settings
 from shields.policy import CompiledPolicy, parse_policy
 from shields.routing import PolicySet
-from tests.fake_upstream import FakeUpstream
+from tests.support.fake_upstream import FakeUpstream
 
 __all__ = ["FAST_SETTINGS", "PolicySource", "ProxyFactory", "load_test_policy"]
 
@@ -72,7 +73,7 @@ async def upstream() -> AsyncIterator[FakeUpstream]:
 async def make_proxy(upstream: FakeUpstream) -> AsyncIterator[ProxyFactory]:
     """Async factory starting a real proxy server; every server is closed at teardown.
 
-    ``await make_proxy(policy=None, /, **settings)`` -> :class:`proxy.server.RunningServer`
+    ``await make_proxy(policy=None, /, **settings)`` -> :class:`proxy.serving.server.RunningServer`
     (``.url`` is ``http://127.0.0.1:PORT``; the OpenAI base URL is ``.url + "/v1"``).
 
     - ``policy``: ``None`` for ``policies/default.yaml``, YAML text (str/bytes), or a

@@ -27,7 +27,7 @@ from proxy.cli import default_policy
 from proxy.demo.llama_server import LlamaServer, find_model_file, missing_packages, running_server
 from proxy.demo.tap import RecordingTap
 from proxy.demo.tour import ClaimFailed, Tour
-from proxy.server import RunningServer, start_server
+from proxy.serving.server import RunningServer, start_server
 from proxy.settings import Settings
 from shields.policy import CompiledPolicy, parse_policy
 

@@ -7,7 +7,7 @@ local input shields found in it — the findings with their spans, which decide 
 redactions — and ``check_input_texts`` scans only the texts it has not seen. A remembered text
 is not normalized, joined or scanned again; its findings are enforced as a fresh scan's would
 be, so the blocks, the redactions written into the request and the findings logged, counted and
-audited are the same (``tests/test_input_cache.py`` compares cached and fresh checks).
+audited are the same (``tests/shields/test_input_cache.py`` compares cached and fresh checks).
 
 A text's outcome is remembered under everything the local shields read of it:
 
