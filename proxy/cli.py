@@ -295,7 +295,7 @@ def _serve_command(args: argparse.Namespace) -> int:
 
         return serve_workers(settings)
     from proxy.serving.server import (
-        run,  # uvloop when installed (bench/overhead_bench.py: ~10% CPU)
+        run,  # uvloop when installed (bench/perf/overhead_bench.py: ~10% CPU)
     )
     from proxy.store.responses import StoreStartupError
 

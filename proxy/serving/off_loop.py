@@ -8,7 +8,7 @@ so the loop keeps serving while the large request is checked. Small bodies — n
 them — stay on the loop, where a thread hop would cost more than the work.
 
 A hop is not free either: the loop must be woken when the thread is done, which on a busy
-machine waits for a CPU — milliseconds per hop, measured under load (bench/history_bench.py).
+machine waits for a CPU — milliseconds per hop, measured under load (bench/perf/history_bench.py).
 So a large body that is quick to read stays on the loop too: parsing costs about a microsecond
 per 2 KB and a few microseconds per JSON object, so a body of up to ``CHEAP_BODY_BYTES`` with
 at most ``CHEAP_BODY_OBJECTS`` objects (an agent's 400 KB conversation of a few hundred turns)

@@ -9,7 +9,7 @@ last the app's cleanup closes the upstream session, the response store and the a
 
 :func:`run` runs the server's coroutine on uvloop when it is installed (``loop="auto"``), which
 costs the proxy 2–16% less CPU per non-stream request than asyncio's own loop
-(``bench/overhead_bench.py``, both loops in one run). Most of a request's time is aiohttp's and
+(``bench/perf/overhead_bench.py``, both loops in one run). Most of a request's time is aiohttp's and
 shieldgate's Python code, which no event loop speeds up, hence no more than that.
 """
 
@@ -53,7 +53,7 @@ log = logging.getLogger("shieldgate.server")
 # Connections waiting to be accepted. aiohttp's default of 128 overflows when hundreds of
 # clients connect at once (a burst of streams): the kernel then drops their SYNs and each
 # retries after 1, 3, 7, 15, 31 s — seconds of extra time to first byte, measured with
-# bench/memory_bench.py. 2048 is gunicorn's default; the kernel caps it at net.core.somaxconn.
+# bench/perf/memory_bench.py. 2048 is gunicorn's default; the kernel caps it at net.core.somaxconn.
 LISTEN_BACKLOG = 2048
 
 # See ``freeze_startup_heap``: CPython's default is 700.
@@ -95,7 +95,7 @@ def freeze_startup_heap() -> None:
     Those hundreds of thousands of long-lived objects are otherwise traversed again by every
     full collection, and a stream's per-event allocations trigger one every few thousand
     events: about a quarter of the guarded stream path's CPU time went there
-    (bench/stream_bench.py, py-spy). Objects made later (a reloaded policy) are collected as
+    (bench/perf/stream_bench.py, py-spy). Objects made later (a reloaded policy) are collected as
     usual.
 
     CPython collects its youngest generation whenever 700 more container objects are alive
@@ -103,7 +103,7 @@ def freeze_startup_heap() -> None:
     times a second at 64 concurrent requests, and each collection walks all their objects only
     to find them alive and move them to the next generation, where they are walked again: some
     10% of the proxy's CPU time per non-stream request at that concurrency (collection times
-    from ``gc.callbacks`` under bench/overhead_bench.py's load). A request frees what it made
+    from ``gc.callbacks`` under bench/perf/overhead_bench.py's load). A request frees what it made
     by reference counting, not by the collector, so waiting for ``GC_YOUNG_THRESHOLD`` objects
     instead costs little memory and leaves reference cycles collected all the same.
     """

@@ -15,7 +15,7 @@ body, which is unchecked upstream text or the client's prompt.
 
 The retry loop is written out rather than built from tenacity's ``AsyncRetrying``: that one
 costs some 40 µs of setup and bookkeeping on every request, retried or not — a tenth of the
-proxy's whole CPU time per non-stream request (``bench/overhead_bench.py``, py-spy).
+proxy's whole CPU time per non-stream request (``bench/perf/overhead_bench.py``, py-spy).
 """
 
 from __future__ import annotations

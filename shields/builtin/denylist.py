@@ -302,7 +302,7 @@ class DenylistShield(Shield):
         parts = [keys for keys in (self._joined, self._plain) if keys is not None]
         self._max_match = max(keys.max_match for keys in parts)
         self._template = self.finding("", 0, 0)
-        # The main key set's remembered ``open_from`` answers (bench/holdback_bench.py empties
+        # The main key set's remembered ``open_from`` answers (bench/perf/holdback_bench.py empties
         # them between runs) and which search it got (tests look).
         main = parts[0]
         self._memos = main.memos

@@ -1,6 +1,6 @@
 """The benchmarks' fake upstream answers what the benchmarks check against, byte for byte.
 
-``bench/fake_upstream.py`` speaks HTTP/1.1 by hand (to cost microseconds, not an aiohttp
+``bench/perf/fake_upstream.py`` speaks HTTP/1.1 by hand (to cost microseconds, not an aiohttp
 server's hundreds), so its framing is tested here with a real aiohttp client: keep-alive,
 Content-Length replies, chunked streams, and the model names the benchmarks use.
 """
@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 
-from tests.support.constants import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-
-import fake_upstream
-import harness
+from bench.perf import fake_upstream, harness
 
 
 @pytest.fixture

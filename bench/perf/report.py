@@ -10,7 +10,7 @@ the report (exit status 1), so a report never shows figures from a run with erro
 The plot (``docs/performance.svg``) needs matplotlib (``pip install -e '.[bench]'``); without
 it the report is written without the plot and the script says so.
 
-Run from the repository root: ``python bench/report.py [--run] [--results bench/results]
+Run from the repository root: ``python -m bench.perf.report [--run] [--results bench/results]
 [--out docs/performance.md] [--plot docs/performance.svg]``.
 """
 
@@ -24,16 +24,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from revision import REPO_ROOT
+from bench.revision import REPO_ROOT
 
 BENCHES = {
-    "overhead": ["overhead_bench.py"],
+    "overhead": ["overhead_bench"],
     # Both event loops, side by side (uvloop first when installed: it is the one judged).
-    "stream": ["stream_bench.py", "--loop", "auto,asyncio"],
-    "memory": ["memory_bench.py"],
-    "peer": ["peer_bench.py"],
-    "shields": ["shield_bench.py"],
-    "history": ["history_bench.py"],
+    "stream": ["stream_bench", "--loop", "auto,asyncio"],
+    "memory": ["memory_bench"],
+    "peer": ["peer_bench"],
+    "shields": ["shield_bench"],
+    "history": ["history_bench"],
 }
 MiB = 1024 * 1024
 
@@ -42,7 +42,7 @@ def run_benches(results: Path, names: Sequence[str]) -> None:
     results.mkdir(parents=True, exist_ok=True)
     for name in names:
         script, *options = BENCHES[name]
-        argv = [sys.executable, str(REPO_ROOT / "bench" / script), *options]
+        argv = [sys.executable, "-m", f"bench.perf.{script}", *options]
         argv += ["--json", str(results / f"{name}.json")]
         # A skipped peer benchmark writes nothing: no figures from an older run may remain.
         (results / f"{name}.json").unlink(missing_ok=True)
@@ -60,9 +60,9 @@ def load(results: Path, name: str) -> dict[str, Any] | None:
     if name == "overhead":
         # The tables and targets here are for the non-stream case; the streamed one (``--cases
         # json,stream``) is kept apart, with the relay-vs-shieldgate comparison.
-        results = document["results"]
-        document["results"] = [r for r in results if r.get("case", "json") == "json"]
-        document["other_results"] = [r for r in results if r.get("case", "json") != "json"]
+        every = document["results"]
+        document["results"] = [r for r in every if r.get("case", "json") == "json"]
+        document["other_results"] = [r for r in every if r.get("case", "json") != "json"]
     return document
 
 
@@ -94,7 +94,7 @@ def overhead_section(doc: dict[str, Any]) -> list[str]:
     lines = [
         "## 1. Overhead on non-stream requests",
         "",
-        f"`python bench/overhead_bench.py` — {provenance(doc)}; load generator "
+        f"`python -m bench.perf.overhead_bench` — {provenance(doc)}; load generator "
         f"`{doc['client']}`, {doc['duration_s']:g} s per run, {doc['repeat']} interleaved "
         f"rounds; request {doc['request_bytes']} bytes, reply {doc['reply_bytes']} bytes. "
         "One shieldgate process per path; `/asyncio` and `/uvloop` name its event loop.",
@@ -163,7 +163,7 @@ def stream_section(doc: dict[str, Any]) -> list[str]:
     lines = [
         "## 2. Streaming",
         "",
-        f"`python bench/stream_bench.py` — {provenance(doc)}; {doc['chunk_chars']}-character "
+        f"`python -m bench.perf.stream_bench` — {provenance(doc)}; {doc['chunk_chars']}-character "
         f"events, best of {doc['repeat']}, proxy event loop {doc.get('loop', '?')}.",
         "",
         "| content | path | events | TTFB ms | total s | MB/s of content | s per MB "
@@ -203,7 +203,7 @@ def memory_section(doc: dict[str, Any]) -> list[str]:
     lines = [
         "## 3. Many concurrent streams: memory",
         "",
-        f"`python bench/memory_bench.py` — {provenance(doc)}; {doc['streams']:,} streams of "
+        f"`python -m bench.perf.memory_bench` — {provenance(doc)}; {doc['streams']:,} streams of "
         f"{doc['events']} events, one every {doc['interval_ms']} ms, all started within "
         f"{doc['ramp_s']:g} s; proxy setting `upstream_pool_size: {doc['upstream_pool_size']}`.",
         "",
@@ -238,7 +238,7 @@ def peer_section(doc: dict[str, Any]) -> list[str]:
     lines = [
         "## 5. Peer comparison",
         "",
-        f"`python bench/peer_bench.py` — {provenance(doc)}; {doc.get('peer', '')}.",
+        f"`python -m bench.perf.peer_bench` — {provenance(doc)}; {doc.get('peer', '')}.",
         "",
         "| workload | path | figure | vs shieldgate |",
         "|---|---|---:|---:|",
@@ -280,8 +280,9 @@ def reading_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
                 f"the upstream does, {2 * fake:.0f} µs: against an upstream this fast the ratio "
                 "measures Python against a bare socket answer. "
                 + (
-                    "An aiohttp server and client that only relay (`bench/bare_relay.py`, same "
-                    f"run) spend {relay['cpu_us_per_request']:,.0f} µs and reach "
+                    "An aiohttp server and client that only relay "
+                    f"(`bench/perf/bare_relay.py`, same run) spend "
+                    f"{relay['cpu_us_per_request']:,.0f} µs and reach "
                     f"{relay['vs_direct']:.1%} of direct; shieldgate with the default policy "
                     f"reaches {guarded['rps_median'] / relay['rps_median']:.0%} of the bare "
                     "relay's requests per second. "
@@ -307,10 +308,10 @@ def reading_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
         chunk = stream["chunk_chars"]
         events_per_mb = 1_000_000 / chunk
         big = max(r["content_bytes"] for r in stream["results"])
-        rows = {r["path"]: r for r in stream["results"] if r["content_bytes"] == big}
-        empty = next((r for p, r in rows.items() if p.startswith("empty")), None)
-        guarded = next((r for p, r in rows.items() if p.startswith("default")), None)
-        relay = rows.get("bare-relay")
+        by_path = {r["path"]: r for r in stream["results"] if r["content_bytes"] == big}
+        empty = next((r for p, r in by_path.items() if p.startswith("empty")), None)
+        guarded = next((r for p, r in by_path.items() if p.startswith("default")), None)
+        relay = by_path.get("bare-relay")
         if empty and guarded and empty.get("cpu_s_per_mb") and guarded.get("cpu_s_per_mb"):
             budget_us = 1e6 / (20 * events_per_mb)
             line = (
@@ -321,7 +322,7 @@ def reading_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
             if relay and relay.get("cpu_s_per_mb"):
                 line += (
                     "An aiohttp server and client that do nothing but copy each read through "
-                    f"(`bench/bare_relay.py`) spend {relay['cpu_s_per_mb']:.2f} CPU s per MB "
+                    f"(`bench/perf/bare_relay.py`) spend {relay['cpu_s_per_mb']:.2f} CPU s per MB "
                     f"of content here ({1 / relay['cpu_s_per_mb']:.1f} MB per CPU second): "
                     "at this event size the target is beyond any proxy built on aiohttp on "
                     "this machine. "
@@ -368,6 +369,7 @@ def loop_section(stream: dict[str, Any]) -> list[str]:
         "|---|---:|---:|",
     ]
     for policy, size, uv, aio in sorted(pairs, key=lambda p: (p[1], p[0])):
+        assert aio is not None  # pairs without an asyncio row were dropped above
         lines.append(
             f"| {policy} | {size_label(size)} | {uv['cpu_s_per_mb'] / aio['cpu_s_per_mb']:.2f}x |"
         )
@@ -420,7 +422,7 @@ def history_section(doc: dict[str, Any]) -> list[str]:
     lines = [
         "## Long conversations: the input cache",
         "",
-        f"`python bench/history_bench.py` — {provenance(doc)}; concurrency 1, "
+        f"`python -m bench.perf.history_bench` — {provenance(doc)}; concurrency 1, "
         f"{doc['requests']} requests per path, size and round, {doc['repeat']} interleaved "
         f"rounds, proxy event loop {doc['loop']}. One conversation (prose turns and tool "
         "calls with their results) cut at growing sizes; every request sends that history "
@@ -493,7 +495,7 @@ def shields_section(doc: dict[str, Any]) -> list[str]:
     lines = [
         "## 4. Shields",
         "",
-        f"`python bench/shield_bench.py` — {provenance(doc)}; {doc['size_mb']:.2f} MB of "
+        f"`python -m bench.perf.shield_bench` — {provenance(doc)}; {doc['size_mb']:.2f} MB of "
         f"shuffled benign prompts with planted PII, secrets, injections and invisible "
         f"characters, best of {doc['repeat']}. MB/s by the wall clock (by CPU time in "
         "parentheses); `x whole` = how many times slower than one whole-text feed; `same` = "
@@ -636,7 +638,7 @@ def plot(docs: dict[str, dict[str, Any] | None], out: Path) -> bool:
 # Everything after this line in the report is written by hand (before/after comparisons of
 # code changes, which no single run of a benchmark produces) and kept when the report is
 # written again.
-KEPT_MARKER = "<!-- written by hand below: bench/report.py keeps it -->"
+KEPT_MARKER = "<!-- written by hand below: bench/perf/report.py keeps it -->"
 
 
 def kept_sections(out: Path) -> str:
@@ -672,9 +674,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines = [
         "# Performance",
         "",
-        "Written by `python bench/report.py` from the JSON results of the benchmarks in "
-        "`bench/` (see `bench/README.md`); `python bench/report.py --run` runs them all "
-        "again first. Everything runs on loopback against `bench/fake_upstream.py`, a fake "
+        "Written by `python -m bench.perf.report` from the JSON results of the benchmarks in "
+        "`bench/` (see `bench/README.md`); `python -m bench.perf.report --run` runs them all "
+        "again first. Everything runs on loopback against `bench/perf/fake_upstream.py`, a fake "
         "upstream in its own process that answers in microseconds, so the figures are the "
         "proxy's cost, not a model's. The machine is shared with other work, so each "
         "benchmark measures the compared paths interleaved in the same run: read the ratios "

@@ -16,7 +16,7 @@ like) and runs the same texts through:
 Rounds are interleaved (regex, then every classifier setting, then again) because the machines
 here are shared. Prints per path: texts/s, latency p50/p99 (from a text's submission to its
 verdict), windows per inference run (micro-batching at work), and the ratio to regex. Run:
-``python bench/classifier_bench.py --texts 200 --chars 600 --concurrency 1,8,32
+``python -m bench.perf.classifier_bench --texts 200 --chars 600 --concurrency 1,8,32
 --batch-sizes 1,8,32 --repeat 3 [--json FILE]``. Needs ``pip install -e '.[test]'`` (onnx
 builds the model).
 """
@@ -37,10 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from revision import REPO_ROOT, code_revision
-
-sys.path.insert(0, str(REPO_ROOT))
-
+from bench.revision import code_revision
 from shields.base import Stage
 from shields.builtin.classifier import ClassifierShield
 from shields.builtin.classifier_engine import add_observer

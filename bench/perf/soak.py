@@ -41,7 +41,7 @@ What it reports
     grew by more than ``--max-growth-mb`` after the warm-up.
 
 Run from the repository root (not in CI: it takes as long as you ask):
-``python bench/soak.py [--seconds 600] [--concurrency 16] [--report-every 10]
+``python -m bench.perf.soak [--seconds 600] [--concurrency 16] [--report-every 10]
 [--policy FILE] [--seed 1] [--json soak.json] [--emoji]``.
 """
 
@@ -65,10 +65,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from revision import REPO_ROOT, code_revision  # bench/ is on sys.path when run
 
-sys.path.insert(0, str(REPO_ROOT))  # tests.support.fake_upstream: the upstream the tests script
-
+from bench.revision import REPO_ROOT, code_revision
 from tests.support.fake_upstream import (
     FakeUpstream,
     RecordedRequest,

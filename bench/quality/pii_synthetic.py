@@ -107,7 +107,7 @@ def pii_texts(seed: int = 17, per_kind: int = 120) -> list[Labelled]:
             text = rnd.choice(templates).format(value)
             out.append(Labelled(text, "phone", value, f"phone, context {place}"))
             made += 1
-    for place, templates in (("before", CARD_BEFORE), ("after", CARD_AFTER)):
+    for place, card_templates in (("before", CARD_BEFORE), ("after", CARD_AFTER)):
         for _ in range(per_kind // 2):
             prefix = rnd.choice(MAESTRO_PREFIXES)
             size = rnd.randint(12, 19)
@@ -118,7 +118,7 @@ def pii_texts(seed: int = 17, per_kind: int = 120) -> list[Labelled]:
                 if rnd.random() < 0.5
                 else digits
             )
-            text = rnd.choice(templates).format(value)
+            text = rnd.choice(card_templates).format(value)
             out.append(Labelled(text, "credit_card", value, f"Maestro card, context {place}"))
     countries = sorted({cc for cc in _iban_structures()})
     for _ in range(per_kind):
@@ -190,7 +190,7 @@ _FIELD = re.compile(r"\{([^}]*)\}")
 
 def _fill(template: str, rnd: random.Random) -> str:
     def one(match: re.Match[str]) -> str:
-        field = match.group(1)
+        field: str = match.group(1)
         if "|" in field:
             return rnd.choice(field.split("|"))
         if "-" in field:

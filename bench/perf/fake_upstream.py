@@ -15,7 +15,7 @@ the proxy, not the fake, is what a benchmark measures. Every reply is built once
 
 Anything else is a 404 in OpenAI's error shape. ``GET /v1/models`` lists the models.
 
-Run: ``python bench/fake_upstream.py [--host 127.0.0.1] [--port 0] [--loop auto]``. It prints
+Run: ``python -m bench.perf.fake_upstream [--host 127.0.0.1] [--port 0] [--loop auto]``. It prints
 ``fake upstream listening on URL`` once ready and runs until SIGTERM, SIGINT, or the end of
 its standard input when that is a pipe (its parent, the benchmark, is gone).
 """
@@ -35,7 +35,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 import orjson
-from harness import COMPLETION, make_events, resolve_loop, slow_events
+
+from bench.perf.harness import COMPLETION, make_events, resolve_loop, slow_events
 
 WRITE_SIZE = 64 * 1024
 STREAM_CHUNK = 4

@@ -62,7 +62,8 @@ How to read the numbers
     wall-clock figures from different runs are only comparable at similar load.
 
 Run it from the repository root with the project installed:
-``python bench/shield_bench.py [--size 1000000] [--repeat 3] [--max-seconds 120] [--json FILE]``.
+``python -m bench.perf.shield_bench [--size 1000000] [--repeat 3] [--max-seconds 120]
+[--json FILE]``.
 ``--only NAME`` (repeatable) measures only the named configurations and ``--feeds MODE,...``
 only the named streamed feeds (``4-char``, ``256-char``, ``4-char/1KB-read``; the whole text is
 always measured, as the ratios need it): a quicker run while working on one shield, with the
@@ -90,8 +91,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from revision import REPO_ROOT, code_revision  # bench/ is on sys.path when run
 
+from bench.revision import REPO_ROOT, code_revision
 from proxy.cli import default_policy
 from shields.base import Finding, Role, Shield
 from shields.policy import CompiledPolicy, PolicyError, parse_policy
@@ -122,7 +123,7 @@ class Feed:
     read: int = 0
 
 
-# A fast upstream's network read carries ~1-7 KB of text (bench/stream_bench.py); 1 KB is
+# A fast upstream's network read carries ~1-7 KB of text (bench/perf/stream_bench.py); 1 KB is
 # the low end of that.
 READ = 1024
 FEEDS = (Feed("4-char", 4), Feed("256-char", 256), Feed(f"4-char/{READ // 1024}KB-read", 4, READ))
@@ -770,7 +771,7 @@ def run(args: argparse.Namespace) -> int:
             "seed": SEED,
             "repeat": args.repeat,
             "revision": measured_revision(),
-            "code_revision": measured_revision(),  # the key bench/report.py reads
+            "code_revision": measured_revision(),  # the key bench/perf/report.py reads
             "date": time.strftime("%Y-%m-%d"),
             "python": platform.python_version(),
             "cpus": cpus,

@@ -7,7 +7,7 @@ script says so and exits with status 0 without measuring anything. To set it up:
 ``python -m venv /tmp/litellm-venv && /tmp/litellm-venv/bin/pip install 'litellm[proxy]'``.
 
 What is measured
-    ``bench/fake_upstream.py`` serves both proxies. LiteLLM's proxy (one worker) routes the
+    ``bench/perf/fake_upstream.py`` serves both proxies. LiteLLM's proxy (one worker) routes the
     models ``bench-json`` and the streamed one to it as an OpenAI-compatible backend, with one
     custom guardrail (``CustomGuardrail``, on by default) written for this benchmark: a
     handful of regular expressions (credential shapes, an e-mail address, injection phrases, a
@@ -26,7 +26,7 @@ What is measured
        prose. The per-MB cost at the larger size over the smaller shows whether the cost is
        linear.
 
-Run from the repository root: ``python bench/peer_bench.py [--concurrency 1,16,64]
+Run from the repository root: ``python -m bench.perf.peer_bench [--concurrency 1,16,64]
 [--duration 5] [--repeat 2] [--stream-sizes 10000,40000] [--json FILE]``.
 """
 
@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from harness import (
+
+from bench.perf.harness import (
     COMPLETION_REQUEST,
     COMPLETION_TEXT,
     MB,
@@ -69,8 +70,8 @@ from harness import (
     stop_processes,
     write_results,
 )
-from overhead_bench import Target, cpu_seconds, run_wrk, wrk_script
-from revision import MEASURED_PATHS, code_revision
+from bench.perf.overhead_bench import Target, cpu_seconds, run_wrk, wrk_script
+from bench.revision import MEASURED_PATHS, code_revision
 
 SKIPPED = 0
 READY_TIMEOUT = 120.0
@@ -314,7 +315,7 @@ async def measure(
         for target in proxies:  # warm-up
             await fetch_stream(session, target.url, streams[0].key, streams[0].text)
         for stream in streams:
-            runs: dict[str, list[tuple[float, float, float]]] = {t.name: [] for t in proxies}
+            stream_runs: dict[str, list[tuple[float, float, float]]] = {t.name: [] for t in proxies}
             for round_ in range(args.stream_repeat):
                 shift = round_ % len(proxies)
                 for target in [*proxies[shift:], *proxies[:shift]]:
@@ -323,18 +324,18 @@ async def measure(
                         session, target.url, stream.key, stream.text
                     )
                     cpu = cpu_seconds(target.process.pid) - cpu
-                    runs[target.name].append((seconds, ttfb, cpu))
+                    stream_runs[target.name].append((seconds, ttfb, cpu))
                     print(
                         f"  stream {human_size(len(stream.text)):>7} {target.name:<12} "
                         f"{seconds:8.3f} s",
                         flush=True,
                     )
-            base_s = min(s for s, _, _ in runs["shieldgate"])
+            base_s = min(s for s, _, _ in stream_runs["shieldgate"])
             mb = len(stream.text) / MB
             for target in proxies:
-                seconds = min(s for s, _, _ in runs[target.name])
-                cpu = statistics.median(c for _, _, c in runs[target.name])
-                ttfb = statistics.median(t for _, t, _ in runs[target.name])
+                seconds = min(s for s, _, _ in stream_runs[target.name])
+                cpu = statistics.median(c for _, _, c in stream_runs[target.name])
+                ttfb = statistics.median(t for _, t, _ in stream_runs[target.name])
                 per_mb[target.name].append((seconds / mb, cpu / mb, seconds))
                 rows.append(
                     {
@@ -366,7 +367,7 @@ async def measure(
                     "judged": judged,
                     "figure": f"{wall_1 / wall_0:.2f} by wall clock, "
                     + (f"{cpu_1 / cpu_0:.2f} by CPU time" if cpu_0 else "no CPU figure")
-                    + ("" if judged else " (runs too short to judge)"),
+                    + ("" if judged else " (stream_runs too short to judge)"),
                     "vs_shieldgate": "",
                 }
             )

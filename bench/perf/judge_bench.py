@@ -12,7 +12,7 @@ answers ``safe`` after ``--judge-ms`` milliseconds; and, each in its own process
    judge at ``every_chars: 1000``, the number of judge calls and the total time, for both
    ``release: after_check`` and ``release: immediately``.
 
-Run from the repository root: ``python bench/judge_bench.py`` (``--help`` for the options).
+Run from the repository root: ``python -m bench.perf.judge_bench`` (``--help`` for the options).
 """
 
 from __future__ import annotations

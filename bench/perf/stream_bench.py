@@ -1,7 +1,8 @@
 """Streaming cost of shieldgate: time per MB of streamed content, against a plain pass-through.
 
 What is measured
-    A fake OpenAI-compatible upstream (``bench/fake_upstream.py``, in its own process) streams a
+    A fake OpenAI-compatible upstream (``bench/perf/fake_upstream.py``, in its own process) streams
+    a
     reply of N characters of English prose (default 1 KB, 100 KB and 1 MB) as
     ``chat.completion.chunk`` events of ``--chunk`` characters each (default 4, about one
     token, as real servers do), followed by a ``finish_reason`` chunk and ``data: [DONE]``.
@@ -9,7 +10,8 @@ What is measured
     repeat by repeat so that machine noise hits every path alike:
 
     ``direct``          client -> fake upstream. The floor: loopback, HTTP and the client itself.
-    ``bare-relay``      client -> ``bench/bare_relay.py`` -> fake upstream: an aiohttp server and
+    ``bare-relay``      client -> ``bench/perf/bare_relay.py`` -> fake upstream: an aiohttp server
+    and
                         client that only copy each read through, nothing parsed or framed. The
                         floor of *any* proxy built on aiohttp here: what shieldgate pays before
                         it does any work of its own.
@@ -51,7 +53,7 @@ How to read the numbers
 Target (issue): guarded streaming (default policy) at >= 20 MB/s of content on one core,
 judged at the largest size by the proxy's CPU time and printed with PASS or MISS.
 
-Run it from the repository root:  ``python bench/stream_bench.py [--sizes 1000,100000,1000000]
+Run it from the repository root:  ``python -m bench.perf.stream_bench [--sizes 1000,100000,1000000]
 [--repeat 3] [--chunk 4] [--loop auto] [--json results.json]``.
 """
 
@@ -75,7 +77,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from harness import (
+
+from bench.perf.harness import (
     MB,
     BenchError,
     Process,
@@ -92,8 +95,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import MEASURED_PATHS, code_revision  # bench/ is on sys.path when run
-
+from bench.revision import MEASURED_PATHS, code_revision
 from shields.base import Stage
 from shields.scan import check_text
 
@@ -514,7 +516,7 @@ async def run(args: argparse.Namespace) -> int:
         )
     # Judged on the proxy's default event loop (the first of --loop when that is a list).
     guarded_path = next(t.name for t in targets if t.policy == default.name)
-    guarded = max((r for r in rows if r["path"] == guarded_path), key=lambda r: r["content_bytes"])
+    judged = max((r for r in rows if r["path"] == guarded_path), key=lambda r: r["content_bytes"])
     floor = max((r for r in rows if r["path"] == "bare-relay"), key=lambda r: r["content_bytes"])
     if floor["mb_per_cpu_s"] is not None:
         print(
@@ -525,13 +527,13 @@ async def run(args: argparse.Namespace) -> int:
             flush=True,
         )
     verdict = None
-    if guarded["mb_per_cpu_s"] is not None:
+    if judged["mb_per_cpu_s"] is not None:
         verdict = {
             "target": f"guarded streaming >= {TARGET_MB_PER_CPU_SECOND:g} MB/s of content on one "
-            f"core ({human_size(guarded['content_bytes'])}, {args.chunk}-character events)",
-            "value": f"{guarded['mb_per_cpu_s']:.2f} MB per CPU second "
-            f"({guarded['mb_per_s']:.2f} MB/s wall clock)",
-            "pass": guarded["mb_per_cpu_s"] >= TARGET_MB_PER_CPU_SECOND,
+            f"core ({human_size(judged['content_bytes'])}, {args.chunk}-character events)",
+            "value": f"{judged['mb_per_cpu_s']:.2f} MB per CPU second "
+            f"({judged['mb_per_s']:.2f} MB/s wall clock)",
+            "pass": judged["mb_per_cpu_s"] >= TARGET_MB_PER_CPU_SECOND,
         }
         print(f"\n{'PASS' if verdict['pass'] else 'MISS'}  {verdict['target']}: {verdict['value']}")
     load_after, note = load_note("after:")

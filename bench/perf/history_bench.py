@@ -9,7 +9,7 @@ What is measured
     turn), ``POST /v1/chat/completions`` at concurrency 1, to the fake upstream's canned
     ``chat.completion`` along these paths, in the same run:
 
-    ``bare-relay``   ``bench/bare_relay.py``: an aiohttp server and client that only relay,
+    ``bare-relay``   ``bench/perf/bare_relay.py``: an aiohttp server and client that only relay,
                      the floor of any aiohttp proxy (it reads and forwards the same bytes).
     ``shieldgate``   ``shieldgate serve`` with ``policies/default.yaml`` (its input cache on,
                      as by default: the history was scanned when it was new).
@@ -34,7 +34,7 @@ How to read the numbers
 Target (issue 21): 400 KB of history plus one new message, added p50 <= 2 ms, printed with
 PASS or MISS; the script exits 1 on a bad reply, never on a missed target.
 
-Run from the repository root: ``python bench/history_bench.py [--sizes
+Run from the repository root: ``python -m bench.perf.history_bench [--sizes
 10000,30000,100000,200000,400000,1000000] [--requests 40] [--repeat 3] [--loop auto]
 [--no-uncached] [--json FILE]``.
 """
@@ -59,7 +59,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from harness import (
+
+from bench.perf.harness import (
     COMPLETION,
     BenchError,
     Process,
@@ -74,8 +75,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import MEASURED_PATHS, code_revision
-
+from bench.revision import MEASURED_PATHS, code_revision
 from shields.openai.input_check import check_input_texts
 from shields.openai.request import parse_chat_request
 

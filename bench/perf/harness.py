@@ -7,8 +7,8 @@ Replies
     the benchmarks check what comes back against the same bytes.
 
 Processes
-    ``start_fake_upstream`` and ``start_proxy`` start ``bench/fake_upstream.py`` and
-    ``bench/proxy_main.py`` (``shieldgate serve`` with a chosen event loop) as child processes,
+    ``start_fake_upstream`` and ``start_proxy`` start ``bench/perf/fake_upstream.py`` and
+    ``bench/perf/proxy_main.py`` (``shieldgate serve`` with a chosen event loop) as child processes,
     wait for their one ``... listening on URL`` line and return handles that ``stop_processes``
     ends with SIGTERM. ``rss_bytes`` reads a process's resident memory from ``/proc``.
 """
@@ -29,8 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from revision import REPO_ROOT
-
+from bench.revision import REPO_ROOT
 from shields.policy import CompiledPolicy, parse_policy
 
 __all__ = [
@@ -61,7 +60,6 @@ __all__ = [
     "write_results",
 ]
 
-BENCH_DIR = Path(__file__).resolve().parent
 MB = 1_000_000  # sizes are in characters of ASCII prose, so 1 character = 1 byte
 READY_TIMEOUT = 30.0
 LISTENING = re.compile(rb"listening on (http://\S+)")
@@ -309,7 +307,7 @@ async def _start(name: str, argv: Sequence[str], workdir: Path, loop: str = "") 
 
 async def start_fake_upstream(workdir: Path, loop: str = "auto") -> Process:
     loop = resolve_loop(loop)
-    argv = [sys.executable, str(BENCH_DIR / "fake_upstream.py"), "--loop", loop]
+    argv = [sys.executable, "-m", "bench.perf.fake_upstream", "--loop", loop]
     return await _start("fake-upstream", argv, workdir, loop)
 
 
@@ -319,7 +317,8 @@ async def start_bare_relay(upstream: str, workdir: Path, loop: str = "auto") -> 
     loop = resolve_loop(loop)
     argv = [
         sys.executable,
-        str(BENCH_DIR / "bare_relay.py"),
+        "-m",
+        "bench.perf.bare_relay",
         "--loop",
         loop,
         "--upstream",
@@ -343,7 +342,8 @@ async def start_proxy(
     loop = resolve_loop(loop)
     argv = [
         sys.executable,
-        str(BENCH_DIR / "proxy_main.py"),
+        "-m",
+        "bench.perf.proxy_main",
         "--loop",
         loop,
         "--upstream",
@@ -401,7 +401,7 @@ def human_size(size: int) -> str:
 
 
 def write_results(path: Path, document: dict[str, Any]) -> None:
-    """A benchmark's figures as JSON, for ``bench/report.py``."""
+    """A benchmark's figures as JSON, for ``bench/perf/report.py``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     print(f"results written to {path}", flush=True)

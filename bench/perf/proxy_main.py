@@ -8,7 +8,7 @@ put asyncio's loop and uvloop side by side in one run. The environment's ``SHIEL
 variables are ignored: only what the benchmark passes counts. Stops on SIGTERM, SIGINT, or the
 end of its standard input when that is a pipe (the benchmark that started it is gone).
 
-Run from the repository root: ``python bench/proxy_main.py --loop uvloop --upstream URL
+Run from the repository root: ``python -m bench.perf.proxy_main --loop uvloop --upstream URL
 --policy FILE [--config FILE] [--port 0]``.
 """
 
@@ -18,10 +18,6 @@ import argparse
 import os
 import stat
 import sys
-
-from revision import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT))  # this checkout's proxy/, as `python -m proxy` would
 
 from proxy.cli import announce, load_policies
 from proxy.ops.logs import configure_logging

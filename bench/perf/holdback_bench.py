@@ -33,7 +33,7 @@ What is measured
     texts hold no match of either policy), so a refusal can never pass for a fast answer.
 
     ``--proxy-events N`` also runs ``shieldgate serve`` with the default policy in front of
-    ``bench/fake_upstream.py`` streaming 8 answers of N 4-character events each, one write per
+    ``bench/perf/fake_upstream.py`` streaming 8 answers of N 4-character events each, one write per
     event, and reads the proxy's CPU time per event from ``/proc``: the whole cost of an event
     at a model's pace (HTTP in and out included), against which the adaptive rule's extra CPU
     per event (measured above, in process) is put.
@@ -47,7 +47,7 @@ What is measured
 Targets (issue 16), default policy, prose: added TTFT <= 50 ms at 50 tokens/s, held characters
 p50 <= 8 and p99 <= 64, CPU per MB within +10% of the fixed window. Printed with PASS or MISS.
 
-Run it from the repository root: ``python bench/holdback_bench.py [--rate 50] [--answers 40]
+Run it from the repository root: ``python -m bench.perf.holdback_bench [--rate 50] [--answers 40]
 [--repeat 5] [--cold] [--proxy-events 3000] [--llama 20] [--json results.json]``.
 """
 
@@ -67,7 +67,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from harness import (
+
+from bench.perf.harness import (
     MB,
     BenchError,
     make_prose,
@@ -78,8 +79,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import code_revision
-
+from bench.revision import code_revision
 from proxy.exchange.refusal import StreamContext
 from proxy.stream.guard import GuardState, StreamGuard
 from proxy.stream.sse import SSEDecoder, SSEEvent
@@ -297,7 +297,7 @@ def cpu_seconds(policy: CompiledPolicy, streams: Sequence[list[bytes]], *, adapt
 
 def bulk_cpu_seconds(policy: CompiledPolicy, body: bytes, *, adaptive: bool) -> float:
     """CPU time of the guard over one long stream read 64 KB at a time (a fast upstream, as
-    ``bench/stream_bench.py`` measures it: one scan per read, not per event)."""
+    ``bench/perf/stream_bench.py`` measures it: one scan per read, not per event)."""
     context = StreamContext(model="bench-model", n=1, include_usage=False)
     started = time.process_time()
     guard = StreamGuard(policy, context, adaptive_holdback=adaptive)

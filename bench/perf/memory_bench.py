@@ -1,10 +1,11 @@
 """Many concurrent slow streams through shieldgate: the proxy's memory per stream, and no errors.
 
 What is measured
-    ``bench/fake_upstream.py`` (its own process) answers ``slow-EVENTS-MS``: EVENTS
+    ``bench/perf/fake_upstream.py`` (its own process) answers ``slow-EVENTS-MS``: EVENTS
     4-character ``chat.completion.chunk`` events, one every MS milliseconds — a model generating
     slowly, as real ones do. For each policy (``--policies``, default ``empty`` then
-    ``default``) a fresh shieldgate process (``bench/proxy_main.py``) is started, warmed up with a
+    ``default``) a fresh shieldgate process (``bench/perf/proxy_main.py``) is started, warmed up
+    with a
     few short streams, and its resident memory (VmRSS) read as the baseline. Then ``--streams``
     clients (default 1,000) each open one stream, started evenly over ``--ramp`` seconds, and
     read it to the end. While they run, the proxy's VmRSS is sampled every 100 ms.
@@ -26,7 +27,7 @@ What is measured
     length, so with the default pool of 100 the 101st concurrent stream waits for a free
     connection, and after ``connect_timeout`` fails — ``--pool-size 100`` shows it.
 
-Run from the repository root: ``python bench/memory_bench.py [--streams 1000] [--events 40]
+Run from the repository root: ``python -m bench.perf.memory_bench [--streams 1000] [--events 40]
 [--interval-ms 500] [--ramp 5] [--pool-size 0] [--policies empty,default] [--json FILE]``.
 """
 
@@ -50,7 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from harness import (
+
+from bench.perf.harness import (
     BenchError,
     Process,
     content_of,
@@ -64,8 +66,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import MEASURED_PATHS, code_revision
-
+from bench.revision import MEASURED_PATHS, code_revision
 from shields.base import Stage
 from shields.scan import check_text
 

@@ -8,7 +8,7 @@ built on aiohttp pays on this machine before it does anything: the part of shiel
 that is not shieldgate's.
 
 Not a proxy to use: it forwards no headers but the content type, checks nothing, handles no
-errors. Run from the repository root: ``python bench/bare_relay.py --upstream URL [--loop
+errors. Run from the repository root: ``python -m bench.perf.bare_relay --upstream URL [--loop
 uvloop]``; prints ``bare relay listening on URL`` once ready; stops on SIGTERM or when its
 standard input (a pipe from the benchmark) closes.
 """
@@ -22,6 +22,7 @@ import os
 import signal
 import stat
 import sys
+from collections.abc import AsyncIterator
 
 import aiohttp
 from aiohttp import web
@@ -57,7 +58,7 @@ async def serve(upstream: str) -> None:
     app[_UPSTREAM] = upstream.rstrip("/")
     app.router.add_post("/v1/chat/completions", relay)
 
-    async def session(app: web.Application) -> object:
+    async def session(app: web.Application) -> AsyncIterator[None]:
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as client:
             app[_SESSION] = client

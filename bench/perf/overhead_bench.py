@@ -1,12 +1,12 @@
 """Overhead of shieldgate on non-stream chat completions: throughput and added latency.
 
 What is measured
-    ``bench/fake_upstream.py`` (its own process, a bare asyncio HTTP server answering a canned
+    ``bench/perf/fake_upstream.py`` (its own process, a bare asyncio HTTP server answering a canned
     ~1 KB ``chat.completion`` in a few microseconds) is loaded with ``POST /v1/chat/completions``
     requests (a system and a user message, ~300 bytes) along these paths, in the same run:
 
     ``direct``               load generator -> fake upstream: the floor.
-    ``bare-relay``           through ``bench/bare_relay.py``: an aiohttp server and client that
+    ``bare-relay``           through ``bench/perf/bare_relay.py``: an aiohttp server and client that
                              relay the request and the reply and do nothing else. The floor of
                              any proxy built on aiohttp on this machine: the part of
                              shieldgate's cost that is not shieldgate's.
@@ -26,7 +26,7 @@ What is measured
 
     LOOP is the proxy's event loop: ``asyncio`` (the standard library's) and ``uvloop`` (when it
     is installed), so both can be compared; ``--loops`` picks them. Each proxy is started with
-    ``bench/proxy_main.py``, which is ``shieldgate serve`` with the loop chosen.
+    ``bench/perf/proxy_main.py``, which is ``shieldgate serve`` with the loop chosen.
 
     For each concurrency (``--concurrency``, default 1, 16 and 64 connections, each sending its
     next request as soon as the reply arrived) every path runs for ``--duration`` seconds, path
@@ -58,7 +58,7 @@ round by round: added p50 over it <= 0.40 ms at the lowest concurrency, and >= 8
 requests/s at concurrency 64. All are judged on the proxy's default event loop (uvloop when
 installed) and printed with PASS or MISS.
 
-Run from the repository root: ``python bench/overhead_bench.py [--concurrency 1,16,64]
+Run from the repository root: ``python -m bench.perf.overhead_bench [--concurrency 1,16,64]
 [--duration 5] [--repeat 3] [--loops asyncio,uvloop] [--policies empty,default]
 [--cases json] [--client auto] [--json FILE]``. Issue 21's comparison alone: ``--concurrency
 1,64 --loops uvloop --policies default --cases json,stream``.
@@ -85,7 +85,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from harness import (
+
+from bench.perf.harness import (
     COMPLETION,
     COMPLETION_REQUEST,
     COMPLETION_SEED,
@@ -103,8 +104,7 @@ from harness import (
     stop_processes,
     write_results,
 )
-from revision import MEASURED_PATHS, code_revision
-
+from bench.revision import MEASURED_PATHS, code_revision
 from shields.base import Stage
 from shields.scan import check_text
 
