@@ -358,6 +358,13 @@ class StreamGuard:
     def _feed_run(self, run: EventRun) -> bytes | memoryview:
         if not self._scanning:
             return run.raw
+        if not self._queue and not run.template.side_choices:
+            # Text-less events with nothing held before them leave at once on the per-event
+            # path, even when a later event of the run blocks: so they do here.
+            parts = run.textless_head()
+            if parts is not None:
+                head, rest = parts
+                return bytes(head.raw) + bytes(self._feed_run(rest))
         item = _Queued(run.raw, run=run, side=run.template.side_choices)
         # A run continues its call: a name its first event brought is decided.
         self._decided |= self._indices.decide(run.template.channel)

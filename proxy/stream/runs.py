@@ -95,6 +95,13 @@ class EventRun:
             ),
         )
 
+    def textless_head(self) -> tuple[EventRun, EventRun] | None:
+        """The events before the first one that carries text, and the rest; None when the first
+        event carries text, or none does."""
+        if not self.text or not self.literals.startswith(_SEP):
+            return None
+        return self.split(0)
+
     @property
     def longest_event(self) -> int:
         return self.template.fixed_bytes + max(map(len, self.literals.split(_SEP)), default=0)

@@ -165,6 +165,23 @@ def test_bulk_path_writes_exactly_what_the_per_event_path_writes(
     assert fast[:2] == slow[:2]
 
 
+def test_text_less_events_before_a_block_in_a_run_leave_as_on_the_per_event_path() -> None:
+    # Found by the differential test above (one run in a few hundred): a run that starts with
+    # empty-content events and then blocks. The per-event path sends those events at once,
+    # as nothing is held before them; the bulk path used to drop them with the run.
+    learning = b"".join(content_event(b"calm words ") for _ in range(40))
+    tail = b"".join(content_event(b"") for _ in range(30)) + content_event(b" sarin ")
+    tail += b"".join(content_event(b"more ") for _ in range(30))
+    body = sse(ROLE, done=False) + learning + tail + sse(FINISH)
+    cuts = [len(body) - len(tail) - len(sse(FINISH))]
+    fast = drive(BLOCK, body, cuts, fast=True)
+    slow = drive(BLOCK, body, cuts, fast=False)
+    assert fast[2] > 0  # the tail was taken as a run
+    assert fast[1] is GuardState.BLOCKED
+    assert fast[:2] == slow[:2]
+    assert fast[0][1].startswith(content_event(b"") * 30)
+
+
 @pytest.mark.parametrize("policy", ["default", "empty"])
 def test_a_typical_stream_is_taken_in_runs_and_leaves_byte_for_byte(policy: str) -> None:
     body = stream_of("The quiet village by the river wakes early. " * 200, 4)
