@@ -56,6 +56,7 @@ __all__ = [
     "sse_event",
     "start_fake_upstream",
     "start_proxy",
+    "start_server",
     "stop_processes",
     "write_results",
 ]
@@ -273,7 +274,9 @@ def _file_name(name: str) -> str:
     return name.replace("/", "-").replace(" ", "-")
 
 
-async def _start(name: str, argv: Sequence[str], workdir: Path, loop: str = "") -> Process:
+async def start_server(name: str, argv: Sequence[str], workdir: Path, loop: str = "") -> Process:
+    """Starts ``argv`` (a server that prints ``... listening on URL`` when it is ready) and
+    waits for it; its stderr goes to a file in ``workdir``."""
     stderr = workdir / f"{_file_name(name)}.stderr"
     with stderr.open("wb") as sink:  # a file, not a pipe: a full pipe would stall the child
         process = await asyncio.create_subprocess_exec(
@@ -308,7 +311,7 @@ async def _start(name: str, argv: Sequence[str], workdir: Path, loop: str = "") 
 async def start_fake_upstream(workdir: Path, loop: str = "auto") -> Process:
     loop = resolve_loop(loop)
     argv = [sys.executable, "-m", "bench.perf.fake_upstream", "--loop", loop]
-    return await _start("fake-upstream", argv, workdir, loop)
+    return await start_server("fake-upstream", argv, workdir, loop)
 
 
 async def start_bare_relay(upstream: str, workdir: Path, loop: str = "auto") -> Process:
@@ -324,7 +327,7 @@ async def start_bare_relay(upstream: str, workdir: Path, loop: str = "auto") -> 
         "--upstream",
         upstream,
     ]
-    return await _start("bare-relay", argv, workdir, loop)
+    return await start_server("bare-relay", argv, workdir, loop)
 
 
 async def start_proxy(
@@ -358,7 +361,7 @@ async def start_proxy(
         config = workdir / f"{_file_name(name)}.config.json"  # JSON is YAML
         config.write_text(json.dumps(settings))
         argv += ["--config", str(config)]
-    return await _start(name, argv, workdir, loop)
+    return await start_server(name, argv, workdir, loop)
 
 
 async def stop_processes(children: Sequence[Process]) -> None:
