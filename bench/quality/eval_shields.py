@@ -44,6 +44,9 @@ How to read it
 
 Run it from the repository root with the project installed:
 ``python -m bench.quality.eval_shields [--out docs/shield-eval.md] [--eval-dir ../shared/eval]``.
+``--only SHIELD`` (pii, secrets, injection, invisible_text, denylist) evaluates that shield
+alone, a quick check while working on it: the targets are printed and a report is written only
+where ``--out`` says (a partial report must not replace ``docs/shield-eval.md``).
 """
 
 from __future__ import annotations
@@ -1688,8 +1691,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_OUT,
-        help="Markdown report to write (default: docs/shield-eval.md in the repository)",
+        default=None,
+        help="Markdown report to write (default: docs/shield-eval.md in the repository; "
+        "with --only, none unless given)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=("pii", "secrets", "injection", "invisible_text", "denylist"),
+        default=None,
+        help="evaluate one shield only (a quick check while tuning; no default-policy section)",
     )
     parser.add_argument(
         "--eval-dir",
@@ -1707,28 +1717,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = load_data(args.eval_dir)
         runner = Runner()
         default = default_policy()
+        builders: dict[str, Callable[[], tuple[Section, list[Target]]]] = {
+            "pii": lambda: pii_section(runner, data),
+            "secrets": lambda: secrets_section(runner, data),
+            "injection": lambda: injection_section(runner, data, default),
+            "invisible_text": lambda: invisible_section(runner, data),
+            "denylist": lambda: denylist_section(runner, data, default),
+        }
         sections: list[Section] = []
         targets: list[Target] = []
-        for build in (pii_section, secrets_section):
-            section, found = build(runner, data)
-            sections.append(section)
-            targets += found
-        section, found = injection_section(runner, data, default)
-        sections.append(section)
-        targets += found
-        section, found = invisible_section(runner, data)
-        sections.append(section)
-        targets += found
-        section, found = denylist_section(runner, data, default)
-        sections.append(section)
-        targets += found
-        sections.append(default_policy_section(runner, data, default))
+        for name, build in builders.items():
+            if args.only in (None, name):
+                section, found = build()
+                sections.append(section)
+                targets += found
+        if args.only is None:
+            sections.append(default_policy_section(runner, data, default))
     except EvalError as exc:
         print(f"eval_shields: {exc}", file=sys.stderr)
         return 1
     report = render(sections, targets, data, raw_argv)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report, encoding="utf-8")
+    # A one-shield run is a partial report: it is written only where --out says.
+    out: Path | None = args.out if args.out is not None or args.only else DEFAULT_OUT
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report, encoding="utf-8")
     width = max(len(t.target) for t in targets)
     print(f"Shield evaluation, revision {revision(short=True)}")
     for t in targets:
@@ -1736,7 +1749,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = runner.errors()
     if errors:
         print(f"  WARNING: {errors} evaluations ended in a shield error (counted as flagged)")
-    print(f"report written to {args.out}")
+    if out is not None:
+        print(f"report written to {out}")
     return 0
 
 

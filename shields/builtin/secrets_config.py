@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import itertools
 import re
 
@@ -83,9 +84,11 @@ TOKEN_KEYS = (
     r"(?:secret|token|bearer|credentials?|api[ _-]?key"
     r"|(?:access|private|priv|auth(?:entication)?|master|account|encryption|signing|session"
     r"|consumer|license)[ _-]?key"
-    # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`),
-    # one-time password seeds (`MFA_SEED`, `totp_seed`), from the start of a word or name part.
-    r"|(?:\b|_)(?:salt|(?:t?otp|mfa|2fa)[ _-]?seed))[A-Za-z0-9_-]{0,20}"
+    # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
+    # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
+    # `totp_seed`), SonarQube's token property (`sonar.login`), from the start of a word or name
+    # part.
+    r"|(?:\b|_)(?:salt|pepper|(?:t?otp|mfa|2fa)[ _-]?seed|sonar[._-]?login))[A-Za-z0-9_-]{0,20}"
 )
 # "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
 # as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the start of a word
@@ -97,8 +100,9 @@ TOKEN_KEYS = (
 SHORT_TOKEN_KEYS = (
     r"(?:\b|_)(?:key|auth|api|authorization|t?otp|mfa|2fa|pat|creds|sig"
     r"|session(?:[_-]?id)?|(?:php)?sessid|jsessionid)(?:s|[0-9]{1,2})?\b"
-    # The last word of a camelCase name (`appKey`, `hmacKey`, `sharedKey`, `basicAuth`).
-    r"|(?-i:[a-z0-9](?:Key|Auth))s?\b"
+    # The last word of a camelCase name (`appKey`, `hmacKey`, `sharedKey`, `basicAuth`,
+    # `userSalt`).
+    r"|(?-i:[a-z0-9](?:Key|Auth|Salt))s?\b"
 )
 # Keys that name a value made to be shared: a public key or token, an anti-forgery (CSRF)
 # token, which every page a server sends carries. Their words come before a token key word
@@ -116,9 +120,12 @@ _COMMA = r"[ \t]{0,3},[ \t]{0,3}"  # define('DB_PASSWORD', '...'), ("password", 
 _BLANKS = r"(?:[ \t]|\\t){1,3}"
 _CALL_OPEN = r"[ \t]{0,3}\([ \t]{0,3}"  # a setter or builder: `setPassword("...")`
 SEPARATORS: tuple[str, ...] = (
-    # A typed declaration, `val password: String = "..."`, `passwd: str = "..."`: before the
-    # plain `:`, which would otherwise take the type for the value (the first branch wins).
-    r"[ \t]{0,3}:[ \t]{0,3}[A-Za-z_][A-Za-z0-9_.]{0,20}[ \t]{0,3}=[ \t]{0,3}",
+    # A typed declaration, `val password: String = "..."`, `passwd: str = "..."`, Rust's
+    # `let token: &str = "..."`: before the plain `:`, which would otherwise take the type for
+    # the value (the first branch wins).
+    r"[ \t]{0,3}:[ \t]{0,3}&?[A-Za-z_][A-Za-z0-9_.]{0,19}[ \t]{0,3}=[ \t]{0,3}",
+    # YAML: the value on the next line, plain or as a block scalar (`secret: >-`, `key: |`).
+    r"[ \t]{0,3}:[ \t]{0,3}(?:[|>][-+]?[ \t]{0,3})?\r?\n[ \t]{1,16}",
     # A literal fallback after an environment lookup: `os.environ.get("PASSWORD") or "..."`,
     # `process.env.JWT_SECRET || '...'`, `getenv('DB_PASS') ?: '...'`, `?? "..."`.
     r"\)?[ \t]{0,3}(?:\|\||\?\?|\?:)[ \t]{0,3}",
@@ -136,11 +143,18 @@ SEPARATORS: tuple[str, ...] = (
     # JS `??=`; a comparison with a literal (`if password == "..."`), which the judges look at
     # apart.
     r"[ \t]{0,3}(?:={2,3}|!={1,2}|:{1,3}=|[?.+]=|\|\|=|\?\?=|=>|->|=|:)[ \t]{0,3}",
+    # R's assignment (`api_key <- "..."`); a Markdown table's next cell (`| password | ... |`).
+    r"[ \t]{1,3}<<?-[ \t]{1,3}",
+    r"[ \t]{0,3}\|[ \t]{1,3}",
     _COMMA,
     r">(?:[ \t]{0,8}\r?\n)?[ \t]{0,16}",  # <password>...</password>, on its own line too
     # An element with an attribute: <Pass encoding="base64">...</Pass> (FileZilla),
     # <password xsi:type="xs:string">.
     r"[ \t]{1,3}[A-Za-z_][A-Za-z0-9_:.-]{0,12}=[\"'][^\"'<>\r\n]{0,12}[\"'][ \t]{0,2}>",
+    # A type after a blank, as Go and C declare (`var apiKey string = "..."`, `char secret[] =
+    # "..."`), only before a quoted literal (a blank and a word is prose) and with a blank
+    # before the "=" (`encoding="base64"` is an attribute).
+    r"[ \t]{1,3}[A-Za-z_][A-Za-z0-9_.]{0,12}(?:\[\])?[ \t]{1,3}=[ \t]{0,3}\\?[\"']",
     r"[ \t]{1,3}value[ \t]{0,3}=[ \t]{0,3}",  # <add key="Password" value="..."/>
     _BLANKS,
     _CALL_OPEN,
@@ -177,7 +191,12 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
     # code (`define('NONCE_KEY', '...')`).
     assigning = "|".join(sep for sep in SEPARATORS if sep not in _PROSE_SEPARATORS)
     quoted_comma = r"\\?[\"']\]?[ \t]{0,3},[ \t]{0,3}"
-    return f"(?:{prefix}|(?i:{short_keys})(?:{quoted_comma}|{_KEY_END}(?:{assigning})))"
+    # Blanks, then a quoted literal: `#define API_KEY "..."`, `setenv AUTH "..."`, `(def key
+    # "...")`. The quote is part of the separator (a blank alone is prose's).
+    blanks_quote = r"(?:[ \t]|\\t){1,3}\\?[\"']"
+    return (
+        f"(?:{prefix}|(?i:{short_keys})(?:{quoted_comma}|{_KEY_END}(?:{assigning}|{blanks_quote})))"
+    )
 
 
 # -- the judges ------------------------------------------------------------------------------
@@ -326,6 +345,16 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
     return quoted or _DOTTED.fullmatch(value) is None
 
 
+# A salt or a pepper (`$salt`, `AUTH_SALT`, `userSalt`, `config.pepper`) is set by hand as often
+# as generated (Flask-Security's `SECURITY_PASSWORD_SALT = "..."`): its value is judged as a
+# password's, a typed secret's. The match starts at the key word, or at the character before
+# its camelCase capital or the "_" before it.
+_SALT_KEY = re.compile(r"[A-Za-z0-9_]?(?i:salt|pepper)(?![a-z])")
+_INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
+_BEARER = re.compile(r"(?i:bearer)(?:[ \t]|\\t)+$")
+_BEARER_MIN_LENGTH = 20
+
+
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a token/key/secret key that looks generated."""
     if _placeholder(value) or _CALL.match(value) or _about_a_secret(context):
@@ -337,6 +366,14 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     # `cfg.api_token` is a reference; `s.ZC9Ecf4M...` (a Vault token) is not a name.
     if _DOTTED.fullmatch(value) and is_name(value):
         return False
+    # An environment variable interpolated in a string (`"-test-$PYTHON_VERSION"`,
+    # `"anonymous:$FROM_EMAIL"`), or, after a blank, an argument (`the key 'path=...'`): code
+    # and prose, not a generated literal. (Generated values may hold "$", Django's keys do, but
+    # not before upper-case letters: their alphabet has none.)
+    if _INTERPOLATION.search(value):
+        return False
+    if _BLANK_AFTER_KEY.search(context) and "=" in value.rstrip("="):
+        return False
     quoted = _quoted(context)
     if context.rstrip().endswith(",") and not quoted:
         return False
@@ -344,6 +381,13 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
         return False
     if _COMPARISON.search(context) and not quoted:
         return False
+    if _SALT_KEY.match(context):
+        return _password_value(context, value, thresholds)
+    if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
+        # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
+        # the lower threshold of hexadecimal and base32 values.
+        lower = min(thresholds.min_entropy, thresholds.min_entropy_hex)
+        return generic_value(value, dataclasses.replace(thresholds, min_entropy=lower))
     return generic_value(value, thresholds)
 
 
@@ -400,6 +444,31 @@ def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
     return _after_user_password(context, value, thresholds)
 
 
+def _bundler_value(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The password of a ``user:password`` pair (the match's context ends with the user and a
+    colon), else a token, judged as a token key's value."""
+    if context.endswith(":") and not context.rstrip(":").endswith(("=", " ", "\t", '"', "'")):
+        return _after_user_password(context, value, thresholds)
+    return _token_value(context, value, thresholds)
+
+
+# Base32 (RFC 4648), as authenticator apps show a seed: one run, or groups of four.
+_SEED_GROUPS = re.compile(r"[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4})+")
+
+
+def _otp_seed(secret: str, thresholds: Thresholds) -> bool:
+    """A generated base32 seed: 16 characters and more (80 bits), letters and digits mixed,
+    varied, no template marks. Grouped ones may be in lower case. (Not ``is_name``: a run of
+    capitals and one digit reads as a name in code, and a random seed is often just that.)"""
+    if _SEED_GROUPS.fullmatch(secret):
+        secret = secret.replace(" ", "").upper()
+    elif not secret.isupper():
+        return False
+    if len(secret) < 16 or not any(c.isdigit() for c in secret):
+        return False
+    return random_looking(secret, 3.0)
+
+
 def _encoded_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value in a URL-encoded query string, judged by its key as anywhere else."""
     key = _ENCODED_START.sub("", context)  # the encoded "?" or "&" the match starts with
@@ -453,6 +522,11 @@ def _json_credentials(secret: str, thresholds: Thresholds) -> bool:
 _B64 = r"[A-Za-z0-9+/]"
 _CRYPT = r"[./A-Za-z0-9]"
 
+# A one-time password seed told in prose or a note ("2FA backup code seed: JBSW...", "TOTP
+# secret (base32) JBSW Y3DP ..."): a word that says what it is, then within a few words a base32
+# run. Keys written as keys (`totp_seed = ...`, `otp_secret: ...`) are the token keys' values.
+_OTP_WORDS = r"(?i:\b(?:2fa|mfa|t?otp|authenticator|two[ -]factor)\b)"
+
 CONFIG_RULES: tuple[Rule, ...] = (
     Rule(
         "config_password",
@@ -479,7 +553,8 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "A high-entropy value assigned to a secret, token, bearer, credentials or *_key key "
         "(api_key, access_key, private_key, auth_key, master_key, SECRET_KEY, "
         "secret_key_base...) in any config or code syntax",
-        _key_rule_prefix(TOKEN_KEYS, SHORT_TOKEN_KEYS),
+        # "The API token is ...", "secret for staging: ...": the judge wants a generated value.
+        _key_rule_prefix(TOKEN_KEYS, SHORT_TOKEN_KEYS, more=PASSWORD_PROSE_SEPARATORS),
         _OPEN_QUOTE + _VALUE,
         judge=_token_value,
         tail=_VALUE_TAIL,
@@ -559,6 +634,17 @@ CONFIG_RULES: tuple[Rule, ...] = (
         judge=_pgpass_password,
     ),
     Rule(
+        "bundler_credentials",
+        "Credentials for a gem source in Bundler's settings or environment "
+        "(BUNDLE_<HOST>__<TLD>=user:password, or a token): the password or token",
+        # Bundler writes a source's host in a key with "." as "__" (`gems.contribsys.com` ->
+        # `BUNDLE_GEMS__CONTRIBSYS__COM`); `BUNDLE_PATH`, `BUNDLE_JOBS` hold no "__".
+        r"\bBUNDLE_[A-Z0-9_]{1,32}__[A-Z0-9]{2,8}\\?[\"']?[ \t]{0,3}[=:][ \t]{0,3}\\?[\"']?",
+        r"(?:[^\s:\"'\\]{1,24}:)?([^\s:\"'\\]{4,48})",
+        judge=_bundler_value,
+        not_followed_by=r"^\s:\"'\\",
+    ),
+    Rule(
         "oracle_connect_password",
         "The password of an Oracle connect string: sqlplus scott/...@db, "
         "jdbc:oracle:thin:scott/...@host, CONNECT scott/...@db",
@@ -602,6 +688,15 @@ CONFIG_RULES: tuple[Rule, ...] = (
         judge=_encoded_value,
         tail=r"[A-Za-z0-9._~-]{1,64}",
         defers_to_prefixes=True,
+    ),
+    Rule(
+        "otp_seed",
+        "A one-time password (TOTP/HOTP) seed: base32, 16 characters and more, after a word "
+        "that names it (2FA, MFA, OTP, TOTP, authenticator, two-factor) on the same line",
+        _OTP_WORDS,
+        r"[^\r\n]{0,40}?[ \t:=\"'>]([A-Z2-7]{16,32}|[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4}){3,7})",
+        _otp_seed,
+        not_followed_by="A-Za-z0-9",
     ),
 )
 

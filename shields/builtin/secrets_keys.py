@@ -19,9 +19,10 @@ characters), or when the END line follows it: a line of prose after a truncated 
 ending in a base64-looking word, is not part of the key.
 
 Without PEM lines, a key is still recognisable: the base64 of a PEM block starts ``LS0tLS1CRUdJ
-Ti`` ("-----BEGIN"), and the base64 of a key's DER encoding starts with the fixed bytes of a
-private key structure (a SEQUENCE holding version 0 or 1: PKCS#1, PKCS#8, SEC1), which public
-keys and certificates do not.
+Ti`` ("-----BEGIN"; ``LS0tQkVHSU4g`` or ``LS0tLUJFR0lOI`` when one or two bytes came before it in
+what was encoded, a line break or a blank, and the match starts there), and the base64 of a
+key's DER encoding starts with the fixed bytes of a private key structure (a SEQUENCE holding
+version 0 or 1: PKCS#1, PKCS#8, SEC1), which public keys and certificates do not.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def _base64_pem(secret: str, _: Thresholds) -> bool:
 
 def _base64_key(secret: str, thresholds: Thresholds) -> bool:
     """Base64 of a PEM block, or of a key's DER encoding whose bytes after the fixed structure
-    look random."""
+    look random. Each of the three starts of a PEM block is on a 4-character boundary of the
+    encoding ("---" is ``LS0t``), so it decodes from there."""
     if secret.startswith("LS0t"):
         return _base64_pem(secret, thresholds)
     return shannon_entropy(secret[16:]) >= 4.0 and REPEATED.search(secret[16:]) is None
@@ -207,9 +209,12 @@ KEY_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "private_key_base64",
-        "A private key without its PEM lines: the base64 of a PEM block (LS0tLS1CRUdJTi...) or "
+        "A private key without its PEM lines: the base64 of a PEM block (LS0tLS1CRUdJTi..., or "
+        "shifted by a byte or two before it) or "
         "of a key's DER encoding (PKCS#1 MIIEpAIBAAK..., PKCS#8 MIIEvQIBADAN..., SEC1 MHcCAQEE...)",
-        f"(?:\\bLS0tLS1CRUdJTi|{_DER_PREFIX})",
+        # The shifted starts have no word boundary: characters that encode the byte before
+        # "-----BEGIN" come right before them.
+        f"(?:\\bLS0tLS1CRUdJTi|LS0tQkVHSU4g|LS0tLUJFR0lOI|{_DER_PREFIX})",
         f"{_B64}{{44,64}}",
         _base64_key,
         tail=_BODY_LINE,

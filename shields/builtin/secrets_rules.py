@@ -134,6 +134,32 @@ def _counts_up(value: str) -> bool:
     )
 
 
+def _path(value: str) -> bool:
+    """A file path. A generated base64 value begins with "/" once in 64: its first segment is
+    then long, without a dot, and mixes cases and digits, as no directory's name does."""
+    if not value.startswith(_PATH_START):
+        return False
+    first = value.lstrip("~./").split("/", 1)[0]
+    generated = (
+        value.startswith("/")
+        and len(first) >= 16
+        and "." not in first
+        and any(c.isdigit() for c in first)
+        and any(c.isupper() for c in first)
+        and any(c.islower() for c in first)
+        and not is_name(first)
+    )
+    return not generated
+
+
+def _base32_seed(value: str) -> bool:
+    letters = [c for c in value if c.isalpha()]
+    vowels = sum(c in "AEIOU" for c in letters)
+    return (
+        len(value) >= 16 and _BASE32.fullmatch(value) is not None and vowels <= 0.3 * len(letters)
+    )
+
+
 def generic_value(value: str, thresholds: Thresholds) -> bool:
     """A value assigned to ``password``/``token``/... that looks like a real secret."""
     if len(value) < thresholds.min_length:
@@ -163,9 +189,14 @@ def generic_value(value: str, thresholds: Thresholds) -> bool:
         return False
     if any(p.search(value) for p in (PLACEHOLDER_WORDS, _DEMO_WORDS, REPEATED, ASCENDING)):
         return False
-    if sum(classes) < 2 or is_name(value):
+    if sum(classes) < 2:
         return False
-    return not (value.startswith(_PATH_START) or _EMAIL.fullmatch(value))
+    # A base32 run of 16 and more with digits and few vowels (a TOTP seed: 5 of its 26
+    # letters are vowels) is no name, though a run of capitals and one digit reads as one
+    # ("ZQVLBSVYPPTVJKH4"); "SETTINGSTOKEN2" is one.
+    if is_name(value) and not _base32_seed(value):
+        return False
+    return not (_path(value) or _EMAIL.fullmatch(value))
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,13 @@ def _bedrock(secret: str, thresholds: Thresholds) -> bool:
     """A short-term key is known by its fixed start; a long-term one must look generated."""
     if secret.startswith("bedrock-"):
         return True
-    return len(secret) >= 64 and random_looking(secret[4:], 3.5)
+    if len(secret) < 64:  # a long-term key has 110 characters and more
+        return False
+    # It is "ABSK" and the base64 of "BedrockAPIKey-<id>-at-<account>:<secret>": that start is
+    # fixed, the rest must look generated.
+    if secret.startswith("ABSKQmVkcm9ja0FQSUtleS"):
+        return random_looking(secret[22:], 3.5)
+    return random_looking(secret[4:], 3.5)
 
 
 # Alphabets of token bodies (RE2 class bodies).
@@ -237,6 +243,77 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         f"(?:[0-9a-z]{{50}}-[0-9a-z]{{25}}|[{_ALNUM}+/]{{43}})",
         _generated(r"SWM[A-Z]{3}-1-", 3.5),
     ),
+    _token_rule(
+        "buildkite_token",
+        "Buildkite API access token (bkua_ + 40)",
+        r"\bbkua_",
+        "[a-z0-9]{40}",
+        _generated("bkua_", 3.0, digit=True),
+    ),
+    _token_rule(
+        "circleci_token",
+        "CircleCI personal API token (CCIPAT_<22>_<40 hex>)",
+        r"\bCCIPAT_",
+        f"[{_ALNUM}]{{22}}_[0-9a-fA-F]{{40}}",
+        _generated("CCIPAT_", 3.5),
+    ),
+    # "pat." and "sat." begin words and sentences: the prefix carries the account id too. (A
+    # prefix longer than 64 characters would not be seen in a configuration value, which is
+    # judged on its first 64: `TOKEN = "pat...."` would not be left to this rule.)
+    _token_rule(
+        "harness_token",
+        "Harness personal or service account token (pat.<22>.<24>.<20>, sat.)",
+        f"\\b[ps]at\\.[{_URLSAFE}]{{22}}\\.",
+        f"[{_ALNUM}]{{24}}\\.[{_ALNUM}]{{20}}",
+        _generated(r"[ps]at\.", 3.5, digit=True),
+    ),
+    _token_rule(
+        "octopus_deploy_key",
+        "Octopus Deploy API key (API- + 26 upper-case letters and digits)",
+        r"\bAPI-[A-Z0-9]{26}",
+        "",
+        _generated("API-", 3.0, digit=True),
+        ends=_ALNUM,
+    ),
+    _token_rule(
+        "openshift_token",
+        "OpenShift user or service account OAuth token (sha256~ + 43)",
+        r"\bsha256~",
+        f"[{_URLSAFE}]{{43}}",
+        _generated("sha256~", 3.5),
+    ),
+    # Each shape whole in the prefix ("ico-" begins icon class names), at most 64 characters.
+    _token_rule(
+        "dev_platform_token",
+        "Developer platform tokens: Prefect (pnu_ + 36), Scalingo (tk-us- + 48), Infracost "
+        "(ico- + 32), Typeform (tfp_ + 59), Contentful personal access token (CFPAT- + 43)",
+        r"\b(?:pnu_[A-Za-z0-9]{36}|tk-us-[A-Za-z0-9_-]{48}|ico-[A-Za-z0-9]{32}"
+        r"|tfp_[A-Za-z0-9_.=-]{59}|CFPAT-[A-Za-z0-9_-]{43})",
+        "",
+        _generated(r"pnu_|tk-us-|ico-|tfp_|CFPAT-", 3.5, digit=True),
+        ends=".=" + _URLSAFE,
+    ),
+    _token_rule(
+        "readme_api_key",
+        "ReadMe API key (rdme_ + 70)",
+        r"\brdme_",
+        "[a-z0-9]{70}",
+        _generated("rdme_", 3.5, digit=True),
+    ),
+    _token_rule(
+        "frameio_token",
+        "Frame.io developer token (fio-u- + 64)",
+        r"\bfio-u-",
+        f"[{_URLSAFE}]{{64}}",
+        _generated("fio-u-", 3.5, digit=True),
+    ),
+    _token_rule(
+        "tailscale_key",
+        "Tailscale auth, API or OAuth client key (tskey-<kind>-<id>-<secret>)",
+        r"\btskey-[a-z]{3,8}-",
+        "[A-Za-z0-9]{6,24}-[A-Za-z0-9]{16,64}",
+        _generated(r"tskey-[a-z]+-", 3.5, digit=True),
+    ),
     # -- AI and ML platforms -----------------------------------------------------------------
     _token_rule(
         "huggingface_token",
@@ -260,6 +337,31 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         r"\b(?:pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_|llx-)",
         f"[{_URLSAFE}]{{32,80}}",
         _generated(r"pplx-|xai-|r8_|tgp_v1_|tvly-(?:dev-|prod-)?|lsv2_(?:pt|sk)_|llx-", 3.5),
+    ),
+    # Before OpenAI's rule would see them: both begin "sk-", and a body of lower-case hex is no
+    # OpenAI key (it mixes cases), so that rule rejects these and the table order lets this one
+    # take them.
+    _token_rule(
+        "ai_secret_key",
+        "AI platform secret keys: Langfuse (sk-lf- + UUID), ElevenLabs (sk_ + 48 hex)",
+        r"\b(?:sk-lf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+        r"|sk_[0-9a-f]{48})",
+        "",
+        _generated(r"sk-lf-|sk_", 3.0, digit=True),
+    ),
+    _token_rule(
+        "openrouter_api_key",
+        "OpenRouter API key (sk-or-v1- + 64 hex)",
+        r"\bsk-or-v1-",
+        f"[{_HEX}]{{64}}",
+        _generated("sk-or-v1-", 3.0, digit=True),
+    ),
+    _token_rule(
+        "pinecone_api_key",
+        "Pinecone API key (pcsk_<5-6>_<63>)",
+        r"\bpcsk_",
+        f"[{_ALNUM}]{{5,6}}_[{_ALNUM}]{{63}}",
+        _generated(r"pcsk_[A-Za-z0-9]+_", 3.5, digit=True),
     ),
     # -- cloud, infrastructure, databases ------------------------------------------------------
     _token_rule(
@@ -389,10 +491,10 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "flyio_token",
-        "Fly.io access token (FlyV1 fm1_..., fm2_...)",
-        r"\bFlyV1 fm[12][ar]?_",
+        "Fly.io access token (FlyV1 fm1_..., fm2_..., with or without the scheme; fo1_ + 43)",
+        r"(?:\bFlyV1 |\b)(?:fm[12][ar]?_|fo1_)",
         f"[{_ALNUM}+/=_-]{{40,64}}",
-        _generated(r"FlyV1 fm[12][ar]?_", 3.5),
+        _generated(r"(?:FlyV1 )?f[mo][12][ar]?_", 3.5),
         ends=None,
         tail=f"[{_ALNUM}+/=_-]{{1,64}}",
     ),
@@ -410,6 +512,42 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         r"\bakab-",
         "[0-9a-z]{16}-[0-9a-z]{16}",
         _generated("akab-", 3.0, digit=True),
+    ),
+    # An STS session token is base64 of a binary structure whose first bytes are fixed: what
+    # `aws sts get-session-token` and instance roles hand out with a temporary access key id.
+    _token_rule(
+        "aws_session_token",
+        "AWS temporary session token (IQoJb3JpZ2luX2Vj..., FwoGZXIvYXdzE...), a few hundred "
+        "base64 characters",
+        r"\b(?:IQoJb3JpZ2luX2Vj|F[wQ]oGZXIvYXdzE)",
+        f"[{_ALNUM}+/]{{64}}",
+        _generated(r"IQoJb3JpZ2luX2Vj|F[wQ]oGZXIvYXdzE", 3.5),
+        ends=None,
+        tail=f"[{_ALNUM}+/=]{{1,64}}",
+    ),
+    _token_rule(
+        "salesforce_token",
+        "Salesforce access or session token (<15-character org id 00D...>!<token>) or refresh "
+        "token (5AEP861...)",
+        r"\b(?:00D[A-Za-z0-9]{12}!|5AEP861)",
+        "[A-Za-z0-9_.]{64}",
+        _generated(r"00D[A-Za-z0-9]{12}!|5AEP861", 3.5, digit=True),
+        ends=None,
+        tail="[A-Za-z0-9_.]{1,64}",
+    ),
+    _token_rule(
+        "yandex_cloud_key",
+        "Yandex Cloud API key (AQVN + 35-38) or static access key (YC + 38)",
+        r"\b(?:AQVN[A-Za-z0-9_-]{35,38}|YC[A-Za-z0-9_-]{38})",
+        "",
+        _generated(r"AQVN|YC", 3.5, digit=True, mixed=True),
+    ),
+    _token_rule(
+        "clickhouse_cloud_key",
+        "ClickHouse Cloud API secret key (4b1d + 38)",
+        r"\b4b1d[A-Za-z0-9]{38}",
+        "",
+        _generated("4b1d", 3.5, digit=True),
     ),
     _token_rule(
         "defined_networking_key",
@@ -558,10 +696,11 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "twilio_api_key",
-        "Twilio API key SID (SK + 32 hex)",
-        f"\\bSK[{_HEX}]{{32}}",
+        "Twilio API key SID (SK + 32 hex) or account SID (AC + 32 hex; with the auth token, the "
+        "account's credentials)",
+        f"\\b(?:SK|AC)[{_HEX}]{{32}}",
         "",
-        _generated("SK", 3.0, digit=True),
+        _generated("SK|AC", 3.0, digit=True),
     ),
     _token_rule(
         "sendgrid_api_key",
@@ -572,8 +711,8 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "mailgun_api_key",
-        "Mailgun private API key, legacy format (key- + 32)",
-        r"\bkey-[0-9a-z]{32}",
+        "Mailgun private API key: legacy (key- + 32) or current (<32 hex>-<8 hex>-<8 hex>)",
+        r"\b(?:key-[0-9a-z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})",
         "",
         _generated("key-", 3.0, digit=True),
     ),
@@ -586,10 +725,10 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "postman_api_key",
-        "Postman API key (PMAK-<24 hex>-<34 hex>)",
-        r"\bPMAK-",
-        f"[{_HEX}]{{24}}-[{_HEX}]{{34}}",
-        _generated("PMAK-", 3.0),
+        "Postman API key (PMAK-<24 hex>-<34 hex>) or collection access token (PMAT- + 26)",
+        r"\bPMA[KT]-",
+        f"(?:[{_HEX}]{{24}}-[{_HEX}]{{34}}|[0-9A-Z]{{26}})",
+        _generated("PMA[KT]-", 3.0),
     ),
     _token_rule(
         "telegram_bot_token",
@@ -697,5 +836,92 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         "[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
         _generated("AGE-SECRET-KEY-1", 3.5),
         ends=_ALNUM,
+    ),
+    # -- more messaging, maps, CRM, payments, authentication protocols ------------------------
+    # A legacy Firebase Cloud Messaging server key: "AAAA" + 7, ":APA91b", then 134 more.
+    _token_rule(
+        "fcm_server_key",
+        "Firebase Cloud Messaging legacy server key (AAAA<7>:APA91b + 134)",
+        f"\\bAAAA[{_URLSAFE}]{{7}}:APA91b",
+        f"[{_URLSAFE}]{{64}}",
+        _generated(r"AAAA[A-Za-z0-9_-]{7}:APA91b", 3.5),
+        ends=None,
+        tail=f"[{_URLSAFE}]{{1,64}}",
+    ),
+    # An app's identity rather than its secret, but the half of the pair that scanners report
+    # with it (CredSweeper, trufflehog): the AppSecret is found by its key name.
+    _token_rule(
+        "wechat_app_id",
+        "Tencent WeChat official account or mini program AppID (wx + 16 hex)",
+        r"\bwx[0-9a-f]{16}",
+        "",
+        # 16 hex digits carry 3.4 bits each on average, and 1 in 20 random ones under 3.0.
+        _generated("wx", 2.5, digit=True),
+    ),
+    _token_rule(
+        "teams_webhook",
+        "Microsoft Teams incoming webhook URL (.../IncomingWebhook/<32 hex>/<uuid>): the secret "
+        "path",
+        r"/IncomingWebhook/",
+        f"([{_HEX}]{{32}}/{_UUID})",
+        _generated("", 3.0),
+    ),
+    _token_rule(
+        "mapbox_secret_token",
+        "Mapbox secret access token (sk.eyJ1Ijoi<user and id, base64url>.<22>); pk. tokens are "
+        "public",
+        r"\bsk\.eyJ1Ijoi",
+        f"[{_URLSAFE}]{{8,90}}\\.[{_URLSAFE}]{{22}}",
+        _generated(r"sk\.eyJ1Ijoi", 3.5),
+    ),
+    _token_rule(
+        "hubspot_token",
+        "HubSpot private app access token (pat-na1-, pat-eu1- + a UUID)",
+        r"\bpat-(?:na|eu)[0-9]-",
+        f"{_UUID}",
+        _generated(r"pat-[a-z]{2}[0-9]-", 3.0),
+    ),
+    _token_rule(
+        "airtable_token",
+        "Airtable personal access token (pat<14>.<64 hex>)",
+        r"\bpat[A-Za-z0-9]{14}\.",
+        f"[{_HEX}]{{64}}",
+        _generated(r"pat[A-Za-z0-9]{14}\.", 3.0),
+    ),
+    _token_rule(
+        "adobe_client_secret",
+        "Adobe I/O (Developer Console) client secret (p8e- + 32)",
+        r"\bp8e-",
+        f"[{_ALNUM}]{{32}}",
+        _generated("p8e-", 3.5, digit=True),
+    ),
+    _token_rule(
+        "payments_api_key",
+        "Shipping and payment API keys: Shippo (shippo_live_, shippo_test_ + 40 hex), EasyPost "
+        "(EZAK, EZTK + 54), Duffel (duffel_live_, duffel_test_ + 43), Flutterwave secret key "
+        "(FLWSECK-, FLWSECK_TEST- + 32 hex + -X) and encryption key (FLWSECK_TEST + 12 hex), "
+        "Plaid access token (access-production-, access-sandbox-, access-development- + a UUID)",
+        r"\b(?:shippo_(?:live|test)_|EZ[AT]K|duffel_(?:live|test)_|FLWSECK(?:_TEST)?-?"
+        r"|access-(?:production|sandbox|development)-)",
+        f"(?:[0-9a-fA-F]{{40}}|[{_ALNUM}]{{54}}|[{_ALNUM}_=-]{{43}}|[0-9a-fA-F]{{32}}-X"
+        f"|[0-9a-fA-F]{{12}}|{_UUID})",
+        _generated(
+            r"shippo_[a-z]{4}_|EZ[AT]K|duffel_[a-z]{4}_|FLWSECK(?:_TEST)?-?|access-[a-z]+-",
+            3.0,
+            digit=True,
+        ),
+        ends=_URLSAFE,
+    ),
+    # The third message of an NTLM handshake (base64 of "NTLMSSP\0" and type 3) carries the
+    # user's name and a response to the server's challenge that can be cracked offline; the
+    # first two messages carry neither.
+    _token_rule(
+        "ntlm_authenticate",
+        "NTLM authenticate message (TlRMTVNTUAADAAAA...), as sent in `Authorization: NTLM`",
+        r"\bTlRMTVNTUAADAAAA",
+        f"[{_ALNUM}+/]{{28,64}}",
+        _generated("TlRMTVNTUAADAAAA", 3.0),
+        ends=None,
+        tail=f"[{_ALNUM}+/=]{{1,64}}",
     ),
 )

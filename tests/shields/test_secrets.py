@@ -317,6 +317,51 @@ FAKES: dict[str, Fake] = {
             rand(r, 12, string.digits).encode() + b":" + r.randbytes(20)
         ).decode()
     ),
+    # Kinds widened from public catalogues of credential formats (gitleaks, trufflehog,
+    # CredSweeper, detect-secrets): tests/test_secrets_catalogue.py has their look-alikes.
+    "buildkite_token": _whole(lambda r: "bkua_" + rand(r, 40, LOWER36)),
+    "circleci_token": _whole(
+        lambda r: "CCIPAT_" + rand(r, 22, mixed=True) + "_" + rand(r, 40, HEX)
+    ),
+    "harness_token": _whole(
+        lambda r: f"pat.{rand(r, 22, B64URL, mixed=True)}.{rand(r, 24)}.{rand(r, 20)}"
+    ),
+    "octopus_deploy_key": _whole(lambda r: "API-" + rand(r, 26, B32U36)),
+    "openshift_token": _whole(lambda r: "sha256~" + rand(r, 43, B64URL, mixed=True)),
+    "dev_platform_token": _whole(lambda r: "pnu_" + rand(r, 36, mixed=True)),
+    "ai_secret_key": _whole(lambda r: "sk_" + rand(r, 47, HEX) + "7"),
+    "openrouter_api_key": _whole(lambda r: "sk-or-v1-" + rand(r, 64, HEX)),
+    "pinecone_api_key": _whole(lambda r: "pcsk_" + rand(r, 6) + "_" + rand(r, 63, mixed=True)),
+    "readme_api_key": _whole(lambda r: "rdme_" + rand(r, 69, LOWER36) + "7"),
+    "frameio_token": _whole(lambda r: "fio-u-" + rand(r, 64, B64URL, mixed=True)),
+    "tailscale_key": _whole(
+        lambda r: "tskey-auth-k" + rand(r, 11, mixed=True) + "CNTRL-" + rand(r, 32, mixed=True)
+    ),
+    "aws_session_token": _whole(lambda r: "IQoJb3JpZ2luX2Vj" + rand(r, 300, B64, mixed=True)),
+    "salesforce_token": _whole(
+        lambda r: "00D" + rand(r, 12, mixed=True) + "!" + rand(r, 96, ALNUM + "._", mixed=True)
+    ),
+    "yandex_cloud_key": _whole(lambda r: "AQVN" + rand(r, 36, B64URL, mixed=True)),
+    "clickhouse_cloud_key": _whole(lambda r: "4b1d" + rand(r, 38, mixed=True)),
+    "fcm_server_key": _whole(
+        lambda r: "AAAA" + rand(r, 7, B64URL) + ":APA91b" + rand(r, 134, B64URL, mixed=True)
+    ),
+    "wechat_app_id": _whole(lambda r: "wx" + rand(r, 15, HEX) + "7"),
+    "teams_webhook": lambda r: _teams_webhook(r),
+    "mapbox_secret_token": _whole(
+        lambda r: "sk.eyJ1Ijoi" + rand(r, 40, B64URL, mixed=True) + "." + rand(r, 22, B64URL)
+    ),
+    "hubspot_token": _whole(
+        lambda r: "pat-na1-" + "-".join(rand(r, n, HEX) for n in (8, 4, 4, 4, 12))
+    ),
+    "airtable_token": _whole(lambda r: "pat" + rand(r, 14, mixed=True) + "." + rand(r, 64, HEX)),
+    "adobe_client_secret": _whole(lambda r: "p8e-" + rand(r, 32, mixed=True)),
+    "payments_api_key": _whole(lambda r: "shippo_live_" + rand(r, 40, HEX)),
+    "ntlm_authenticate": _whole(lambda r: "TlRMTVNTUAADAAAA" + rand(r, 200, B64, mixed=True)),
+    "bundler_credentials": _assigned(
+        "BUNDLE_GEMS__CONTRIBSYS__COM=deploy:{}", lambda r: rand(r, 16, mixed=True)
+    ),
+    "otp_seed": _assigned("2FA recovery seed: {}", lambda r: rand(r, 31, B32) + "7"),
 }
 
 HEX = "0123456789abcdef"
@@ -354,6 +399,19 @@ def _azure_ad(rng: random.Random) -> tuple[str, str]:
     """``<3>8Q~<34>``: reported from the version digit on."""
     secret = "8Q~" + rand(rng, 34, ALNUM + "_~.-", mixed=True)
     return rand(rng, 3, mixed=True) + secret, secret
+
+
+def _teams_webhook(rng: random.Random) -> tuple[str, str]:
+    """A Teams incoming webhook: the secret path after ``IncomingWebhook/`` is reported."""
+
+    def uuid() -> str:
+        return "-".join(rand(rng, n, HEX) for n in (8, 4, 4, 4, 12))
+
+    secret = f"{rand(rng, 32, HEX)}/{uuid()}"
+    return (
+        f"https://acme.webhook.office.com/webhookb2/{uuid()}@{uuid()}/IncomingWebhook/{secret}",
+        secret,
+    )
 
 
 def _facebook_app(rng: random.Random) -> tuple[str, str]:
