@@ -97,8 +97,14 @@ def loads(data: bytes, *, unique_keys: bool = False, allow_nan: bool = True) -> 
         if compact:
             return value
     try:
+        # JSON between systems is UTF-8 (RFC 8259). Python's parser would also detect UTF-16
+        # and UTF-32 from the bytes, a reading an upstream may not share: refused instead.
+        text = str(data, "utf-8")
+    except UnicodeDecodeError:
+        raise InvalidJSON("JSON text must be encoded as UTF-8") from None
+    try:
         value = json.loads(
-            data,
+            text,
             object_pairs_hook=_unique_keys if unique_keys else None,
             parse_constant=None if allow_nan else _not_a_number,
             parse_float=None if allow_nan else _finite_float,
@@ -107,7 +113,7 @@ def loads(data: bytes, *, unique_keys: bool = False, allow_nan: bool = True) -> 
         raise InvalidJSON(_TOO_DEEP) from None
     except InvalidJSON:
         raise
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:
         raise InvalidJSON(str(exc)) from None
     _check_depth(data, value)
     return value

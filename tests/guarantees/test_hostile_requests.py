@@ -281,6 +281,21 @@ async def test_nan_and_infinity_are_not_json_numbers(
     assert upstream.requests == []
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "utf-32-be"])
+async def test_a_body_in_utf16_or_utf32_is_refused_before_the_upstream(
+    proxy_port: int, upstream: FakeUpstream, encoding: str
+) -> None:
+    # JSON between systems is UTF-8 (RFC 8259). Python's parser would detect these from the
+    # bytes; an upstream may read them otherwise, or not at all: one reading, or none.
+    text = '{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    raw = await exchange(
+        proxy_port, post(b"Connection: close\r\n", text.encode(encoding), length=True)
+    )
+    error = assert_openai_error(raw, 400)
+    assert "UTF-8" in error["message"] or "JSON" in error["message"], error
+    assert upstream.requests == []
+
+
 async def test_the_same_key_in_different_objects_is_fine(
     proxy_port: int, upstream: FakeUpstream
 ) -> None:
