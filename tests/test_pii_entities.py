@@ -69,6 +69,12 @@ def test_the_plan_gives_each_start_its_recognizers_in_priority_order() -> None:
     assert not pii(entities=["email"]).plan.numeric
 
 
+def test_where_two_starts_fall_on_one_character_both_are_tried_in_priority_order() -> None:
+    # "de" is a country code and hex digits at once: the IBAN is tried first, then IPv6.
+    for text, label in [("see de12::1 now", "ip_address"), ("DE89370400440532013000", "iban")]:
+        assert [f.label for f in check_text([pii()], text)] == [label], text
+
+
 def _from_77(text: ScanText, start: int) -> int | None:
     """A made-up national format: eight digits starting "77", alone."""
     end = start
