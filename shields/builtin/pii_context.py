@@ -9,11 +9,17 @@ sentence) — "Tel.: 030 1234567", "612 345 678 es mi móvil".
 
 Weak words are left out on purpose: "number", "no.", "contact" alone, "office" would make order
 numbers and room numbers phone numbers; "pan" is bread in Spanish. A number needs its context
-only when its shape alone does not tell (``pii.py``): phone numbers with "+country" or written
-the way a configured region writes them, and cards of a network's own length, need no word.
+only when its shape alone does not tell (``pii_recognizers``): phone numbers with "+country" or
+written the way a configured region writes them, and cards of a network's own length, need no word.
+
+Two contexts are fixed patterns rather than word lists, because where the words stand matters:
+``SSN_CONTEXT`` (right before nine bare digits) and ``VERSION_CONTEXT`` (right before a dotted
+quad that is then a version or a section number, not an IP address).
 """
 
 from __future__ import annotations
+
+import re
 
 __all__ = [
     "CONTEXT_AFTER",
@@ -21,6 +27,8 @@ __all__ = [
     "DEFAULT_CARD_CONTEXT",
     "DEFAULT_PHONE_CONTEXT",
     "NATIONAL_REGIONS",
+    "SSN_CONTEXT",
+    "VERSION_CONTEXT",
 ]
 
 # Characters searched for a context word before a number's first character and after its last
@@ -196,4 +204,17 @@ NATIONAL_REGIONS: tuple[str, ...] = (
     "PH",
     "ZA",
     "TR",
+)
+
+# Nine bare digits are a social security number only right after these words (searched in the
+# ``CONTEXT_BEFORE`` characters before them): "SSN 531217351", "social security no. is 531...".
+SSN_CONTEXT = re.compile(
+    r"(?<!\w)(?:ssn|ss#|social security(?: number| no\.?)?)(?:\W+(?:is|was|number|no))*\W{0,3}$"
+)
+# A dotted quad right after these (searched in the 24 characters before it) is a version, a
+# section or a comparison, not an address: "version 1.2.3.4", "(>= 1.2.3.4)", "section 6.7.2.1".
+VERSION_CONTEXT = re.compile(
+    r"(?:(?<!\w)(?:v|ver|version|release|build|firmware|bump(?:ed)? to|upgraded? to|"
+    r"updated? to|section|sec|clause|chapter|paragraph|figure|table)[.:]?|§|[<>=~!]=?|<<|>>)"
+    r" ?\(? ?$"
 )
