@@ -22,7 +22,7 @@ from shields.builtin.pii_entities import (
 from shields.builtin.pii_recognizers import ScanText
 from shields.builtin.pii_scanner import ScanPlan
 from shields.scan import TextScan, check_text
-from tests.test_pii import PIECES
+from tests.shields.test_pii import PIECES
 
 
 def pii(**kwargs: object) -> PiiShield:
