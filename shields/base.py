@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from shields.spec import ShieldSpecBase
 
 __all__ = [
+    "NOTHING_OPEN",
     "Action",
     "Chunk",
     "Finding",
@@ -118,8 +119,16 @@ class Chunk:
     normalizer: StreamNormalizer
 
 
+# ``Scanner.open_at`` when nothing is open: larger than any offset.
+NOTHING_OPEN = 1 << 62
+
+
 class Scanner(ABC):
     """Incremental matcher over one text (one message, or one channel of a stream)."""
+
+    # Adaptive hold-back kept up to date by ``feed`` (see ``track_open``): what ``open_from``
+    # would answer after the last feed, or ``NOTHING_OPEN`` for the end of the text.
+    open_at: int = NOTHING_OPEN
 
     @abstractmethod
     def feed(self, chunk: Chunk) -> list[Finding]:
@@ -139,6 +148,17 @@ class Scanner(ABC):
         ``max_match`` promise, and as tight as the stream guard used to be.
         """
         return end - window
+
+    def track_open(self) -> bool:
+        """Asks the scanner to keep ``open_at`` up to date in every ``feed`` from now on (it
+        has not been fed yet); False when it cannot, and ``open_from`` is asked instead.
+
+        The adaptive hold-back needs every scanner's open candidate after every feed of a
+        stream, a token at a time: a call per scanner and token is a measurable part of a
+        stream's cost, which a scanner that works its candidate out as it feeds (often from
+        what it just did) saves. Whole texts and the fixed window never ask: they pay nothing.
+        """
+        return False
 
 
 class Shield(ABC):

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
+from operator import attrgetter
 from typing import Protocol
 
 from shields.base import Action, Chunk, Finding, Role, Scanner, Shield, StageShields
@@ -56,6 +57,8 @@ class TextScan:
     __slots__ = (
         "_adaptive",
         "_batch",
+        "_bp_delta",
+        "_bp_norm",
         "_fail_closed",
         "_fingerprint",
         "_keep",
@@ -104,9 +107,13 @@ class TextScan:
         self._keep = max(holdback, plan.max_match) + 2
         self._adaptive = adaptive
         # Only the adaptive ``safe_end`` reads them: a whole text's scan skips the lookups.
-        self._raw_opens, self._norm_opens = _opens(self._scanners) if adaptive else _NO_OPENS
+        self._raw_opens = self._norm_opens = _NO_OPENS
+        if adaptive:
+            self._raw_opens, self._norm_opens = _opens(self._scanners)
         self._fail_closed = fail_closed
         self._normalizer = IdentityNormalizer() if plan.raw_only else StreamNormalizer()
+        # The normalizer's offset map, read by the adaptive ``safe_end``.
+        self._bp_norm, self._bp_delta = self._normalizer.breakpoints()
         # With a fingerprint function, the last characters are kept so that a finding's
         # matched text can be hashed (never stored) once its end is known.
         self._fingerprint = fingerprint
@@ -155,41 +162,6 @@ class TextScan:
             threshold = normalizer.norm_len - self._norm_holdback
             safe = min(safe, normalizer.orig_start(threshold) if threshold > 0 else 0)
         return max(safe, 0)
-
-    def _open_end(self) -> int:
-        """The adaptive ``safe_end``: before every scanner's open candidate, and no further
-        back than the fixed window (``holdback`` bounds what is held)."""
-        normalizer = self._normalizer
-        orig_len = normalizer.orig_len
-        safe = orig_len
-        for open_from, window in self._raw_opens:
-            at = open_from(orig_len, window)
-            if at < safe:
-                safe = at
-        floor = orig_len - self._raw_holdback
-        if safe < floor:
-            safe = floor
-        norm_opens = self._norm_opens
-        if norm_opens:
-            norm_len = normalizer.norm_len
-            norm_open = norm_len
-            for open_from, window in norm_opens:
-                at = open_from(norm_len, window)
-                if at < norm_open:
-                    norm_open = at
-            if norm_open < norm_len:
-                floor = norm_len - self._norm_holdback
-                if norm_open < floor:
-                    norm_open = floor
-                # The original character that produced the first held normalized one:
-                # characters the normalizer dropped just before it (a zero-width space) leave,
-                # and may, since no normalized match starts on them.
-                held = normalizer.orig_start(norm_open) if norm_open > 0 else 0
-                if held < safe:
-                    safe = held
-        # Never back: what an earlier scan declared safe stays safe (and may have left).
-        previous = self.safe_end
-        return safe if safe > previous else previous
 
     def feed(self, raw: str) -> list[Finding]:
         """Takes the next piece of the text; returns the findings its scan completes.
@@ -244,7 +216,52 @@ class TextScan:
                     findings += found
         norm_len = normalizer.norm_len
         if self._adaptive:
-            self.safe_end = self._open_end()
+            # The adaptive ``safe_end``, inlined (this runs once per token of a stream): before
+            # every scanner's open candidate, and no further back than the fixed window
+            # (``holdback`` bounds what is held).
+            orig_len = normalizer.orig_len
+            safe = orig_len
+            tracked, asked = self._raw_opens
+            if tracked:
+                at = min(map(_OPEN_AT, tracked))
+                if at < safe:
+                    safe = at
+            for open_from, window in asked:
+                at = open_from(orig_len, window)
+                if at < safe:
+                    safe = at
+            floor = orig_len - self._raw_holdback
+            if safe < floor:
+                safe = floor
+            tracked, asked = self._norm_opens
+            if tracked or asked:
+                norm_open = norm_len
+                if tracked:
+                    norm_open = min(map(_OPEN_AT, tracked))
+                for open_from, window in asked:
+                    at = open_from(norm_len, window)
+                    if at < norm_open:
+                        norm_open = at
+                if norm_open < norm_len:
+                    floor = norm_len - self._norm_holdback
+                    if norm_open < floor:
+                        norm_open = floor
+                    # The original character that produced the first held normalized one:
+                    # characters the normalizer dropped just before it (a zero-width space)
+                    # leave, and may, since no normalized match starts on them. Near the end
+                    # of the text, after the last breakpoint, that is ``orig_start`` without
+                    # its call and bisection.
+                    if norm_open <= 0:
+                        held = 0
+                    elif norm_open >= self._bp_norm[-1]:
+                        held = norm_open + self._bp_delta[-1]
+                    else:
+                        held = normalizer.orig_start(norm_open)
+                    if held < safe:
+                        safe = held
+            # Never back: what an earlier scan declared safe stays safe (and may have left).
+            if safe > self.safe_end:
+                self.safe_end = safe
         else:
             # ``_safe_end``, inlined: this runs once per scan.
             safe = normalizer.orig_len - self._raw_holdback
@@ -295,23 +312,44 @@ class TextScan:
 
     def _failed(self, shield: Shield, exc: Exception) -> list[Finding]:
         """A scanner raised: it is dropped for the rest of the text, and fails closed."""
+        failed = [sc for s, sc in self._scanners if s is shield]
         self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
         if self._adaptive:
-            self._raw_opens, self._norm_opens = _opens(self._scanners)
+            self._raw_opens, self._norm_opens = (
+                _without(opens, failed) for opens in (self._raw_opens, self._norm_opens)
+            )
         return _failure(shield, exc, self._fail_closed)
 
 
-_Opens = list[tuple[Callable[[int, int], int], int]]
-_NO_OPENS: tuple[_Opens, _Opens] = ([], [])  # never appended to
+# The scanners that keep ``open_at`` up to date as they feed (``Scanner.track_open``), and
+# the ``open_from`` of the others with their window: looked up once per text.
+_Opens = tuple[list[Scanner], list[tuple[Callable[[int, int], int], int]]]
+_NO_OPENS: _Opens = ([], [])  # never appended to
+_OPEN_AT = attrgetter("open_at")
 
 
 def _opens(scanners: list[tuple[Shield, Scanner]]) -> tuple[_Opens, _Opens]:
-    """Each scanner's ``open_from`` with its window, looked up once (the adaptive
-    ``safe_end`` calls them after every scan): those in original offsets, then those in
-    normalized ones."""
-    raw: _Opens = [(sc.open_from, s.max_match) for s, sc in scanners if s.matches_raw]
-    norm: _Opens = [(sc.open_from, s.max_match) for s, sc in scanners if not s.matches_raw]
+    """What the adaptive ``safe_end`` reads after every scan: those in original offsets, then
+    those in normalized ones."""
+    raw: _Opens = ([], [])
+    norm: _Opens = ([], [])
+    for shield, scanner in scanners:
+        tracked, asked = raw if shield.matches_raw else norm
+        if scanner.track_open():
+            tracked.append(scanner)
+        else:
+            asked.append((scanner.open_from, shield.max_match))
     return raw, norm
+
+
+def _without(opens: _Opens, failed: list[Scanner]) -> _Opens:
+    """``opens`` without those of the ``failed`` scanners (they are no longer fed)."""
+    tracked, asked = opens
+    gone = [scanner.open_from for scanner in failed]  # bound methods: equal when the same
+    return (
+        [scanner for scanner in tracked if scanner not in failed],
+        [(open_from, window) for open_from, window in asked if open_from not in gone],
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,7 @@ import ahocorasick_rs
 import re2
 from pydantic import Field, model_validator
 
-from shields.base import Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, Scanner, Shield
 from shields.joined import (
     JOINER_CHARS,
     VIEW_BYTES,
@@ -60,6 +60,7 @@ from shields.joined import (
     relaxed_reading,
 )
 from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
+from shields.open_tables import NO_TABLE, Entry, OpenTables
 from shields.registry import register
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
@@ -167,6 +168,9 @@ def _spaced_key(key: str) -> str:
 # ``open_from``'s remembered answers per shield: texts of at most a key's length, so a few MB at
 # most before the table is emptied.
 _OPEN_MEMO_ENTRIES = 16384
+# The longest piece whose held text is worked out a character at a time (a token's); a longer
+# one (a bulk read) is searched at once.
+_STEP_PIECE = 16
 
 
 def _trie_pattern(keys: list[str]) -> str:
@@ -256,7 +260,8 @@ class _Keys:
         # The same prefixes as one pattern for the end of a text (the trie, every node of it
         # an end): ``open_from``'s search, in C.
         self.open_pattern: re.Pattern[str] | None = None
-        self.memos: dict[str, int] = {}  # open_from: held text -> where in it a key may begin
+        # What a piece of the view after a held key prefix leaves held (``open_tables``).
+        self.tables = OpenTables(_OPEN_MEMO_ENTRIES)
         if self.prefixes is not None:
             self.open_pattern = re.compile(_trie_pattern(keys) + r"\Z")
 
@@ -305,7 +310,7 @@ class DenylistShield(Shield):
         # The main key set's remembered ``open_from`` answers (bench/holdback_bench.py empties
         # them between runs) and which search it got (tests look).
         main = parts[0]
-        self._memos = main.memos
+        self._memos = main.tables
         self._prefilter: Any = main.prefilter
         self._bulk: Any = main.bulk
         self._bulk_ascii = main.bulk_ascii
@@ -374,6 +379,8 @@ class _DenylistScanner(Scanner):
         "_shield",
         "_spaced",
         "_spaced_tail",
+        "_track",
+        "open_at",
     )
 
     def __init__(self, shield: DenylistShield) -> None:
@@ -384,6 +391,15 @@ class _DenylistScanner(Scanner):
         self._spaced_tail = ""
         if shield._spaced_automaton is not None:
             self._spaced = SpacedView(shield._spaced_gap)
+        self._track = False
+        self.open_at = NOTHING_OPEN
+
+    def track_open(self) -> bool:
+        self._track = True
+        for keys in (self._joined, self._plain):
+            if keys is not None:
+                keys.track()
+        return True
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         norm = chunk.norm
@@ -403,9 +419,18 @@ class _DenylistScanner(Scanner):
         spaced = self._spaced
         if spaced is not None:
             self._scan_spaced(spaced, spaced.feed(norm), normalizer, findings)
+        if self._track:
+            at = NOTHING_OPEN if joined is None else joined.open
+            if plain is not None and plain.open < at:
+                at = plain.open
+            if spaced is not None:
+                at = min(at, self._spaced_open(spaced))
+            self.open_at = at
         return findings
 
     def open_from(self, end: int, window: int) -> int:
+        if self._track:
+            return min(self.open_at, end)
         pos = end
         joined = self._joined
         if joined is not None:
@@ -474,7 +499,17 @@ class _KeyScanner:
     view: both have the normalized text's offsets), fed in pieces. Word boundaries are read in
     the normalized text (a letter or digit is a word character: "_" and "@" are not)."""
 
-    __slots__ = ("_keys", "_open", "_pending", "_read_tail", "_shield", "_tail", "_tail_start")
+    __slots__ = (
+        "_keys",
+        "_pending",
+        "_read_tail",
+        "_shield",
+        "_table",
+        "_tail",
+        "_tail_start",
+        "_track",
+        "open",
+    )
 
     def __init__(self, shield: DenylistShield, keys: _Keys) -> None:
         self._shield = shield
@@ -489,8 +524,16 @@ class _KeyScanner:
         self._tail_start = 0
         # Word matches whose right boundary is the next, not yet seen, character.
         self._pending: list[tuple[int, int, str]] = []
-        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``).
-        self._open = 0
+        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``;
+        # kept up to date by ``feed`` once tracked, with the table of that suffix).
+        self.open = 0
+        self._track = False
+        self._table = NO_TABLE
+
+    def track(self) -> None:
+        """Keep ``open`` up to date in every feed (``Scanner.track_open``)."""
+        self._track = True
+        self._table = self._keys.tables.table("")
 
     def feed(
         self,
@@ -524,9 +567,15 @@ class _KeyScanner:
             )
         else:
             # The tail holds the longest key: every occurrence ending in the new text is found;
-            # those ending inside the tail were reported by the previous chunk.
+            # those ending inside the tail were reported by the previous chunk. Once tracked,
+            # only from the open candidate: an occurrence that ends in the new text begins with
+            # a suffix of the text before it that is a path of the trie, and none begins before
+            # the longest.
             fresh = len(tail)
-            for last, (label, length, is_word) in keys.automaton.iter(text):
+            first = self.open - base if self._track else 0
+            for last, (label, length, is_word) in keys.automaton.iter(
+                text, first if first > 0 else 0
+            ):
                 if last < fresh:
                     continue
                 end = base + last + 1
@@ -549,66 +598,80 @@ class _KeyScanner:
         else:
             self._tail = text
             self._read_tail = read_text
+        if self._track:
+            # What stays held after the piece: remembered per held text and character.
+            entry = None
+            if size <= _STEP_PIECE:
+                table = self._table
+                for char in piece:
+                    entry = table.get(char)
+                    if entry is None:
+                        break
+                    table = entry[0]
+            if entry is None:
+                entry = self._learn(piece, text, base)
+            self._table, _, held = entry
+            self.open = end_of_text - held
+
+    def _learn(self, piece: str, text: str, base: int) -> Entry:
+        """Works out what stays held after ``piece``, the end of ``text`` (which starts at
+        view offset ``base``) following the held text, a character at a time, remembering
+        each step (a long piece, a bulk read's, at once: only its end can be held)."""
+        keys = self._keys
+        if len(piece) > _STEP_PIECE:
+            now = text[-keys.longest_key :]
+            after = now[self._open_in(now) :]
+            return (keys.tables.table(after), after, len(after))
+        held = text[self.open - base : len(text) - len(piece)]
+        tables = keys.tables
+        table = tables.table(held)
+        entry: Entry | None = None
+        for char in piece:
+            entry = table.get(char)
+            if entry is None:
+                now = held + char
+                after = now[self._open_in(now) :]
+                entry = tables.remember(held, char, after, len(after))
+            table, held, _ = entry
+        assert entry is not None  # a piece is never empty
+        return entry
+
+    def _open_in(self, text: str) -> int:
+        """Where the longest suffix of ``text`` that is a path of the trie starts (the
+        pattern looks neither behind nor at a start, so nothing before ``text`` matters)."""
+        pattern = self._keys.open_pattern
+        if pattern is None:
+            return self._open_prefix(text)
+        found = pattern.search(text)
+        return len(text) if found is None else found.start()
 
     def finish(self, normalizer: StreamNormalizer, found: list[Finding]) -> None:
         pending, self._pending = self._pending, []
         found += [self._found(label, start, end, normalizer) for start, end, label in pending]
 
     def open_from(self) -> int:
+        """``open`` worked out from the tail (a scanner not tracked: ``feed`` keeps it)."""
+        if self._track:
+            return self.open
         tail = self._tail
         start = self._tail_start
         end_of_text = start + len(tail)
         # The tail holds the longest key: enough for the longest suffix that can be a path.
-        keys = self._keys
-        pattern = keys.open_pattern
-        if pattern is None:
-            self._open = pos = self._open_prefix(tail, end_of_text)
-            return pos
-        # ``_open_prefix`` in one search (a short list): from the last answer on, the
-        # leftmost start of a suffix that is a path of the trie.
-        pos = self._open
-        if pos < end_of_text - keys.longest_key:
-            pos = end_of_text - keys.longest_key
+        pos = self.open
+        if pos < end_of_text - self._keys.longest_key:
+            pos = end_of_text - self._keys.longest_key
         if pos < start:
             pos = start
-        # The answer depends only on the text from ``pos`` on (the pattern looks neither
-        # behind nor at a start): remembered per key set, since that text is usually the
-        # token just fed, or a held key prefix and the token ("bu" + "ild").
-        held = tail[pos - start :]
-        memo = keys.memos
-        at = memo.get(held)
-        if at is None:
-            found = pattern.search(held)
-            at = len(held) if found is None else found.start()
-            if len(memo) >= _OPEN_MEMO_ENTRIES:
-                memo.clear()  # an answer is a fact about the text: never stale, only unused
-            memo[held] = at
-        self._open = pos = pos + at
+        self.open = pos = pos + self._open_in(tail[pos - start :])
         return pos
 
-    def _open_prefix(self, text: str, end_of_text: int) -> int:
-        """Where the longest suffix of the text (ending at ``end_of_text``) that is a path of
-        the trie starts; ``end_of_text`` when none. Only such a suffix can grow into a match,
-        and a word waiting for its boundary is one (its key is a path).
-
-        Starts are tried leftmost first from the last answer: once a start fails, no longer
-        text can make it a path again, so the pointer never goes back, and in prose it tries
-        the few characters of the new chunk.
-        """
-        keys = self._keys
-        pos = max(self._open, end_of_text - len(text), end_of_text - keys.longest_key)
-        offset = end_of_text - len(text)  # of text[0]
-        prefixes = keys.prefixes
-        if prefixes is not None:
-            firsts = keys.first_chars
-            # A start whose character begins no key is passed without building the suffix.
-            while pos < end_of_text and (
-                text[pos - offset] not in firsts or text[pos - offset :] not in prefixes
-            ):
-                pos += 1
-            return pos
-        match = keys.automaton.match  # a long list: walk the trie
-        while pos < end_of_text and not match(text[pos - offset :]):
+    def _open_prefix(self, text: str) -> int:
+        """``_open_in`` for a long list (no pattern): the leftmost start, among the last
+        ``longest_key`` characters, whose suffix is a path of pyahocorasick's trie."""
+        size = len(text)
+        pos = max(0, size - self._keys.longest_key)
+        match = self._keys.automaton.match
+        while pos < size and not match(text[pos:]):
             pos += 1
         return pos
 

@@ -53,7 +53,7 @@ from typing import Any, Literal, TypeVar
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, Scanner, Shield
 from shields.builtin.regex import (
     Searcher,
     Spans,
@@ -74,6 +74,7 @@ from shields.builtin.secrets_rules import (
 )
 from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
+from shields.open_tables import NO_TABLE, Entry, OpenTables
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -525,35 +526,43 @@ class SecretsShield(Shield):
 # most, emptied when full (an answer is a fact about the text: never stale, only unused).
 _MEMO_TEXT = 48
 _MEMO_ENTRIES = 16384
-# The longest held text whose following characters are remembered: prose holds one to three
-# ("s", "to", "pas"); a longer one is searched with the token.
-_FOLLOWING_HELD = 4
+# The longest text (held text and one character) whose answer is worked out character by
+# character: prose holds one to three characters ("s", "to", "pas"), a near-miss a few more
+# ("sk-learn"); a longer one (a key being judged) is searched in the buffer.
+_STEP_TEXT = 24
+# Tokens a tracked scanner keeps before it drops the text no match can start in
+# (``_SecretsScanner._compact``).
+_COMPACT_PIECES = 16
 _A = TypeVar("_A")
-# Word characters (for ``\b``) as ``open_from`` reads a character: 1, or absent (0).
-_WORD = {char: 1 for char in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"}
-_WORD_BYTE = tuple(_WORD.get(chr(byte), 0) for byte in range(256))
+# What comes before a held text, as the first character of its key in the memos: a character
+# that is no word character (for ``\b``), a word character, or the start of the text.
+_AFTER_OTHER, _AFTER_WORD, _AT_START = "\x00", "\x01", "\x02"
+_CONTEXT = {_AFTER_OTHER: b" ", _AFTER_WORD: b"a", _AT_START: b""}
+_WORD_CHARS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+# The key's first character for the byte before a held text.
+_AFTER_BYTE = tuple(_AFTER_WORD if byte in _WORD_CHARS else _AFTER_OTHER for byte in range(256))
 
 
 class _OpenMemos:
-    """``open_from``'s tables, per shield, each in two: after a word character or not.
+    """``open_from``'s tables, per shield. A *key* is what a held text's future depends on:
+    what comes before it (``_AFTER_OTHER``, ``_AFTER_WORD``, ``_AT_START``) then the text (its
+    ASCII view) from the earliest place a match may still start to the end of the text.
 
-    ``answers``: a text (from where a search starts) -> where in it the open candidate is
-    (its length: none) and whether the character before that is a word character.
-    ``following``: a held text -> the characters after it known to (True) or not to (False)
-    let it still begin a match.
+    ``tables``: what a token after a key leads to (``shields.open_tables``). ``steps``: a key
+    followed by one character -> the key after it, from which a token not seen yet after a
+    key is answered a character at a time: prose has many tokens, but few held texts and
+    characters after them.
     """
 
-    __slots__ = ("answers", "following")
+    __slots__ = ("steps", "tables")
 
     def __init__(self) -> None:
-        self.answers: tuple[dict[str, tuple[int, int]], ...] = ({}, {})
-        self.following: tuple[dict[str, dict[str, bool]], ...] = ({}, {})
+        self.tables = OpenTables(_MEMO_ENTRIES)
+        self.steps: dict[str, str] = {}
 
     def clear(self) -> None:
-        for answers in self.answers:
-            answers.clear()
-        for following in self.following:
-            following.clear()
+        self.tables.clear()
+        self.steps.clear()
 
 
 def _remember(memo: dict[str, _A], key: str, answer: _A) -> None:
@@ -642,12 +651,11 @@ class _SecretsScanner(Scanner):
     """
 
     __slots__ = (
-        "_before",
         "_buf",
         "_clear",
         "_csi",
         "_end",
-        "_held",
+        "_key",
         "_memos",
         "_need",
         "_off",
@@ -656,9 +664,12 @@ class _SecretsScanner(Scanner):
         "_pos",
         "_seen",
         "_shield",
+        "_table",
         "_tail",
+        "_track",
         "_trigger_width",
         "_triggers",
+        "open_at",
     )
 
     def __init__(self, shield: SecretsShield) -> None:
@@ -674,14 +685,23 @@ class _SecretsScanner(Scanner):
         self._need = shield._max_match  # characters past _pos that make a scan worth it
         self._open_search = shield._open_search
         # ``open_from``: no match can start before ``_clear``; at its last call the text
-        # ended at ``_seen``, ``_held`` (None: not known) was the text from ``_clear`` on and
-        # ``_before`` told whether the character before it is a word character (1) or not.
-        self._memos = shield._memos
+        # ended at ``_seen`` and ``_key`` (None: not known) was the key of the text from
+        # ``_clear`` on (``_OpenMemos``).
+        memos = self._memos = shield._memos
         self._clear = 0
         self._seen = 0
-        self._held: str | None = None
-        self._before = 0
+        self._key: str | None = None
+        self._table = NO_TABLE  # the key's (``shields.open_tables``)
+        if memos is not None:
+            self._key = _AT_START
+            self._table = memos.tables.table(_AT_START)
+        self._track = False  # ``open_at`` is kept up to date (``track_open``)
+        self.open_at = NOTHING_OPEN
         self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
+
+    def track_open(self) -> bool:
+        self._track = self._memos is not None
+        return self._track
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -694,6 +714,24 @@ class _SecretsScanner(Scanner):
         pending = self._pending
         if end - self._pos < self._need:
             pending.append(raw)
+            if self._track:
+                # ``open_from``'s usual answer, inlined: remembered steps (see there).
+                entry = None
+                if self._tail is None:
+                    table = self._table
+                    for char in raw:
+                        entry = table.get(char)
+                        if entry is None:
+                            break
+                        table = entry[0]
+                if entry is not None:
+                    self._table, self._key, held = entry
+                    self._seen = end
+                    self._clear = self.open_at = clear = end - held
+                    if len(pending) >= _COMPACT_PIECES:
+                        self._compact(clear, entry[1])
+                else:
+                    self.open_at = self.open_from(end, 0)
             return []  # no decision can be taken yet: the cheap path of a stream
         if pending:
             pending.append(raw)
@@ -712,9 +750,27 @@ class _SecretsScanner(Scanner):
                     buf = buf[pos - 1 - off :]
                     self._off = pos - 1
                 self._buf = buf
+                if self._track:
+                    self.open_at = self.open_from(end, 0)
                 return []
         self._buf = buf
-        return self._scan(final=False)
+        found = self._scan(final=False)
+        if self._track:
+            self.open_at = self.open_from(end, 0)
+        return found
+
+    def _compact(self, clear: int, key: str) -> None:
+        """Takes every position before ``clear`` as decided, and keeps only the text from it
+        on: ``open_from`` found that none of them starts a match, now or ever. What is kept
+        is the key's text and, for ``\\b``, a character of its kind before it (a decision
+        reads nothing else before a position). A tracked scanner then decides nothing in
+        prose, where a scanner whose candidates are not known searches every position once
+        ``max_match`` characters have followed it."""
+        context = _CONTEXT[key[0]]
+        self._buf = context + key[1:].encode("ascii")
+        self._off = clear - len(context)
+        self._pos = clear
+        self._pending.clear()
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         if self._pending:
@@ -727,39 +783,29 @@ class _SecretsScanner(Scanner):
         if self._tail is not None:
             return self._pos  # the next piece of a long secret starts there
         # The usual call: a token more since the last one (the stream guard asks after every
-        # event). What is open after it depends only on the text held at the last call and
-        # the token, and on whether the character before them is a word character (a ``\b``;
-        # no match starts before ``_clear``). Answers are remembered by those, as strings a
-        # stream already holds: a search costs an RE2 call or more (~0.5 us, several on text
-        # RE2 has not seen), more than the rest of a stream's scan.
-        held = self._held
-        if held is None or self._pos > self._clear:
-            return self._open_general(end, window, None, 0)
-        pending = self._pending
-        token = pending[-1] if pending else None  # one feed since: the stream guard's way
-        if token is None or len(token) != end - self._seen or len(token) > _MEMO_TEXT:
-            token = self._token(end)  # a bulk read's text is searched, never remembered
-            if token is None:
-                return self._open_general(end, window, None, 0)
-        memos = self._memos
-        assert memos is not None  # with ``_held``
-        text = held + token if held else token
-        answer = memos.answers[self._before].get(text)
-        if answer is None:
-            return self._open_reduced(end, window, held, token)
-        at, self._before = answer
-        held = text[at:] if at else text
-        # A long held text (a key being judged) is left to the buffer's search.
-        self._held = held if len(held) <= _MEMO_TEXT else None
+        # event). What is open after it depends only on the key of the text held at the last
+        # call and the token (every decision about a position reads only the text from the
+        # character before it on; no match starts before ``_clear``). Answers are remembered
+        # by those, as strings a stream already holds: a search costs an RE2 call or more
+        # (~0.5 us, several on text RE2 has not seen), more than the rest of a stream's scan.
+        key = self._key
+        if key is None or self._pos > self._clear:
+            return self._open_general(end, window)
+        token = self._token(end - self._seen)
+        if token is None:
+            return self._open_general(end, window)
+        entry = self._step(key, token)
+        if entry is None:
+            return self._open_general(end, window)
+        self._table, self._key, held = entry
         self._seen = end
-        self._clear = clear = end - len(text) + at
+        self._clear = clear = end - held
         return clear
 
-    def _token(self, end: int) -> str | None:
+    def _token(self, size: int) -> str | None:
         """The text fed since the last call, if short; None when not known here."""
-        size = end - self._seen
         if size > _MEMO_TEXT:
-            return None
+            return None  # a bulk read's text: searched once, never remembered
         pending = self._pending
         if pending:
             token = pending[-1]  # one feed since the last call: the stream guard's way
@@ -767,54 +813,40 @@ class _SecretsScanner(Scanner):
         # A decision took everything into the buffer (``feed``): the token's ASCII view.
         return self._buf[len(self._buf) - size :].decode("ascii")
 
-    def _open_reduced(self, end: int, window: int, held: str, token: str) -> int:
-        """``open_from`` for a text not seen yet after what was held: the held start is first
-        tested with the token's first character, and dropped if nothing begins there any
-        more ("s " begins nothing that "s" may have begun), then the next one; what is left
-        is looked up (often the token alone), else searched. The answer is remembered for
-        the whole text as well."""
+    def _step(self, key: str, token: str) -> Entry | None:
+        """The entry ``token`` after ``key`` leads to, worked out a character at a time
+        (``_OpenMemos``); None when the held text grows too long for that (a key being judged:
+        searched in the buffer)."""
         memos = self._memos
         assert memos is not None
-        whole_before = before = self._before
-        whole = held + token if held else token
-        first = token[0]
-        if not first.isascii():
-            first = "?"  # as RE2 is shown it
-        while held:
-            following = memos.following[before].get(held)
-            if following is None:
-                if len(held) > _FOLLOWING_HELD:
-                    break  # searched as it is
-                following = {}
-                _remember(memos.following[before], held, following)
-            viable = following.get(first)
-            if viable is None:
-                viable = following[first] = self._begins(before, held + first)
-            if viable:
-                break
-            before = _WORD.get(held[0], 0)
-            held = held[1:]
-        text = held + token if held else token
-        dropped = len(whole) - len(text)
-        answer = memos.answers[before].get(text) if dropped else None
-        if answer is None:
-            self._clear = end - len(text)
-            clear = self._open_general(end, window, text, before)
-            if self._held is None:
-                return clear  # not remembered (see ``_open_general``)
-            answer = (len(text) - len(self._held), self._before)
-        else:
-            at, self._before = answer
-            held = text[at:] if at else text
-            self._held = held if len(held) <= _MEMO_TEXT else None
-            self._seen = end
-            self._clear = end - len(text) + at
-        _remember(memos.answers[whole_before], whole, (dropped + answer[0], self._before))
-        return self._clear
+        tables = memos.tables
+        if not token.isascii():
+            token = token.encode("ascii", "replace").decode("ascii")  # as RE2 is shown it
+        table = tables.table(key)
+        entry: Entry | None = None
+        for char in token:
+            entry = table.get(char)
+            if entry is None:
+                if len(key) >= _STEP_TEXT:
+                    return None
+                after = self._open_key(key + char)
+                entry = tables.remember(key, char, after, len(after) - 1)
+            table, key, _ = entry
+        return entry
 
-    def _open_general(self, end: int, window: int, text: str | None, before: int) -> int:
-        """``open_from`` by the buffer: a search from ``_clear``, remembered as the answer for
-        ``text`` after ``before`` when the fast path asked (else for the buffer's text)."""
+    def _open_key(self, text: str) -> str:
+        """The key after ``text`` (a key, then the text that followed it), by a search of
+        that text alone: its answer depends on nothing else."""
+        context = _CONTEXT[text[0]]
+        buf = context + text[1:].encode("ascii")
+        first = len(context)
+        at = self._open_in(buf, first)
+        if at == first:
+            return text  # a match may still start at its first character
+        return _AFTER_BYTE[buf[at - 1]] + text[1 + at - first :]
+
+    def _open_general(self, end: int, window: int) -> int:
+        """``open_from`` by the buffer: a search from ``_clear``; its key is kept when short."""
         memos = self._memos
         if memos is None:
             return end - window
@@ -828,73 +860,55 @@ class _SecretsScanner(Scanner):
         clear = self._clear
         if clear < self._pos:
             clear = self._pos
-            text = None
         buf, off = self._buf, self._off
-        answer = self._open_search_from(clear)
         at = clear - off
+        found = self._open_in(buf, at)
         self._seen = end
-        if at < 1 or end - clear > _MEMO_TEXT:
-            self._held = None  # the text's first character, or a long text: not remembered
+        self._clear = answer = off + found
+        if end - answer > _MEMO_TEXT or (at == 0 and off):
+            # A long held text (a key being judged), or one whose character before is not
+            # known (the buffer keeps the character before the first undecided position, so
+            # ``at`` is 0 only at the start of the text): searched again next time.
+            self._key = None
+            self._table = NO_TABLE
             return answer
-        # What the answer depends on: the text from where the search started and whether the
-        # character before it is a word character.
-        if text is None:
-            before = _WORD_BYTE[buf[at - 1]]
-            text = buf[at:].decode("ascii")
-        held = answer - clear
-        self._before = _WORD_BYTE[buf[answer - off - 1]] if held else before
-        _remember(memos.answers[before], text, (held, self._before))
-        self._held = text[held:] if held else text
+        if found > at:
+            before = _AFTER_BYTE[buf[found - 1]]
+        else:
+            before = _AFTER_BYTE[buf[at - 1]] if at else _AT_START
+        self._key = key = before + buf[found:].decode("ascii")
+        self._table = memos.tables.table(key)
         return answer
 
-    def _begins(self, before: int, text: str) -> bool:
-        """Whether a match, or a prefix of one, starts at the start of ``text`` (preceded by a
-        word character or not, ``before``): if not, no text after it can make one start
-        there."""
+    def _open_in(self, buf: bytes, at: int) -> int:
+        """Where in ``buf`` (the text to its end) a match may still start, from ``at`` on
+        (``len(buf)``: nowhere); ``buf[at - 1]``, if any, is the character before ``at``."""
         search = self._open_search
         assert search is not None
-        context = (b"a" if before else b" ") + text.encode("ascii", "replace")
-        return bool(search(context, 1, len(context))[0][0] == 1)
-
-    def _open_search_from(self, clear: int) -> int:
-        """``open_from`` by searching the buffer from ``clear`` on; sets ``_clear`` to it."""
-        search = self._open_search
-        assert search is not None
-        buf, off = self._buf, self._off
         size = len(buf)
-        start = search(buf, clear - off, size)[0][0]
+        start = search(buf, at, size)[0][0]
         if start < 0:  # the usual case: no prefix begins in the new text
-            self._clear = off + size
-            return off + size
-        self._clear = off + start
+            return size
         prefix_at = self._shield._prefix_at
         assert prefix_at is not None  # built with _open_search
         if prefix_at(buf, start, size)[0][0] < 0:
-            return off + start  # the beginning of a prefix, at the end of the text
-        return self._open_at(start)
-
-    def _open_at(self, start: int) -> int:
-        """``open_from`` from a place where a rule's prefix is."""
-        buf, off = self._buf, self._off
-        size = len(buf)
+            return start  # the beginning of a prefix, at the end of the text
         shield = self._shield
         forming = shield._forming
-        assert forming is not None and self._open_search is not None
+        assert forming is not None
         while True:
-            self._clear = off + start
             if forming(buf, start, size)[0][0] != -1:
-                return off + start  # a match may still form or grow there
+                return start  # a match may still form or grow there
             # Every match at ``start`` ends before the text does: the decision the scanner
             # will take there once it gets to it (``_take``) can be taken now, and a match
             # it will reject ("AKIAEXAMPLE...", "API_TOKEN=...") holds nothing.
             match = shield._match_at(buf, start, size)
-            if match[0][0] != -1 and self._accepts(match) is not None:
-                return off + start
+            if match[0][0] != -1 and self._match(buf, match[0][0], size) is not None:
+                return start
             # A prefix and no match ("sk-learn"), or one it will reject: on to the next.
-            start = self._open_search(buf, start + 1, size)[0][0]
+            start = search(buf, start + 1, size)[0][0]
             if start < 0:
-                self._clear = off + size
-                return off + size
+                return size
 
     def _scan(self, *, final: bool) -> list[Finding]:
         found = self._decide(final)
@@ -947,22 +961,22 @@ class _SecretsScanner(Scanner):
             # Every match starts with a trigger, so a match at this one or none: an unanchored
             # search from here would run on to the next match, however far (a common word that
             # begins a key, "key" or "api", is a trigger that rarely starts a match).
-            matched = self._match(trigger, size)
+            matched = self._match(buf, trigger, size)
             if matched is None:
                 self._pos = first + 1
                 continue
             self._pos = self._take(*matched, found)
         return found
 
-    def _match(self, at: int, size: int) -> tuple[_Compiled, Spans] | None:
-        """The first listed rule that matches at ``at`` in ``_buf`` and accepts its match
-        there, and the spans of its own pattern; None when there is none.
+    def _match(self, buf: bytes, at: int, size: int) -> tuple[_Compiled, Spans] | None:
+        """The first listed rule that matches at ``at`` in ``buf`` (``_buf``, or a held text
+        judged alone by ``open_from``) and accepts its match there, and the spans of its own
+        pattern; None when there is none.
 
         Every rule that matches at a place is judged, in table order, not only the first:
         ``_auth = ...`` that is no base64 blob is still a token key's value.
         """
         shield = self._shield
-        buf = self._buf
         if shield._any_at(buf, at, size)[0][0] == -1:
             return None  # the usual answer at a trigger in prose
         # No match is as wide as max_match, so the set never sees the cut end of the context.
@@ -972,7 +986,7 @@ class _SecretsScanner(Scanner):
             rule = shield._rules[index]
             spans = rule.own(buf, at, size)
             secret_start, secret_end = spans[1] if rule.secret_group is not None else spans[0]
-            if self._judge(rule, at, secret_start, secret_end):
+            if self._judge(buf, rule, at, secret_start, secret_end):
                 return rule, spans
         return None
 
@@ -989,17 +1003,12 @@ class _SecretsScanner(Scanner):
             self._tail = rule
         return off + end
 
-    def _accepts(self, match: Spans) -> _Compiled | None:
-        """The rule that takes a match where ``match`` (of the combined pattern, in ``_buf``)
-        starts, if one does (``_match``)."""
-        taken = self._match(match[0][0], len(self._buf))
-        return None if taken is None else taken[0]
-
-    def _judge(self, rule: _Compiled, start: int, secret_start: int, secret_end: int) -> bool:
+    def _judge(
+        self, buf: bytes, rule: _Compiled, start: int, secret_start: int, secret_end: int
+    ) -> bool:
         """Whether ``rule`` takes its match from ``start`` (the secret from ``secret_start`` to
-        ``secret_end``; offsets in ``_buf``) for a secret."""
+        ``secret_end``; offsets in ``buf``) for a secret."""
         shield = self._shield
-        buf = self._buf
         if (
             rule.not_followed_by
             and secret_end < len(buf)
