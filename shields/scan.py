@@ -23,7 +23,16 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Protocol
 
-from shields.base import Action, Chunk, Finding, Role, Scanner, Shield, StageShields
+from shields.base import (
+    Action,
+    Chunk,
+    Finding,
+    OpenAt,
+    Role,
+    Scanner,
+    Shield,
+    StageShields,
+)
 from shields.decode_scan import NOT_DECODED, DecodeShield
 from shields.normalize import IdentityNormalizer, StreamNormalizer
 
@@ -62,16 +71,19 @@ class TextScan:
         "_fail_closed",
         "_fingerprint",
         "_keep",
+        "_norm_asked",
         "_norm_holdback",
-        "_norm_opens",
+        "_norm_tracked",
         "_normalizer",
         "_pending",
         "_pending_len",
+        "_raw_asked",
         "_raw_holdback",
-        "_raw_opens",
         "_raw_tail",
         "_raw_tail_start",
+        "_raw_tracked",
         "_scanners",
+        "_tracked",
         "finished",
         "safe_end",
     )
@@ -107,9 +119,11 @@ class TextScan:
         self._keep = max(holdback, plan.max_match) + 2
         self._adaptive = adaptive
         # Only the adaptive ``safe_end`` reads them: a whole text's scan skips the lookups.
-        self._raw_opens = self._norm_opens = _NO_OPENS
+        self._tracked: dict[int, Sequence[OpenAt]] = {}
+        self._raw_tracked = self._norm_tracked = _NOTHING_TRACKED
+        self._raw_asked = self._norm_asked = _NOTHING_ASKED
         if adaptive:
-            self._raw_opens, self._norm_opens = _opens(self._scanners)
+            self._track(_opens(self._scanners))
         self._fail_closed = fail_closed
         self._normalizer = IdentityNormalizer() if plan.raw_only else StreamNormalizer()
         # The normalizer's offset map, read by the adaptive ``safe_end``.
@@ -221,44 +235,43 @@ class TextScan:
             # (``holdback`` bounds what is held).
             orig_len = normalizer.orig_len
             safe = orig_len
-            tracked, asked = self._raw_opens
+            tracked = self._raw_tracked
             if tracked:
                 at = min(map(_OPEN_AT, tracked))
                 if at < safe:
                     safe = at
-            for open_from, window in asked:
+            for open_from, window in self._raw_asked:
                 at = open_from(orig_len, window)
                 if at < safe:
                     safe = at
             floor = orig_len - self._raw_holdback
             if safe < floor:
                 safe = floor
-            tracked, asked = self._norm_opens
-            if tracked or asked:
-                norm_open = norm_len
-                if tracked:
-                    norm_open = min(map(_OPEN_AT, tracked))
-                for open_from, window in asked:
-                    at = open_from(norm_len, window)
-                    if at < norm_open:
-                        norm_open = at
-                if norm_open < norm_len:
-                    floor = norm_len - self._norm_holdback
-                    if norm_open < floor:
-                        norm_open = floor
-                    # The original character that produced the first held normalized one:
-                    # characters the normalizer dropped just before it (a zero-width space)
-                    # leave, and may, since no normalized match starts on them. Near the end
-                    # of the text, after the last breakpoint, that is ``orig_start`` without
-                    # its call and bisection.
-                    if norm_open <= 0:
-                        held = 0
-                    elif norm_open >= self._bp_norm[-1]:
-                        held = norm_open + self._bp_delta[-1]
-                    else:
-                        held = normalizer.orig_start(norm_open)
-                    if held < safe:
-                        safe = held
+            norm_open = norm_len
+            tracked = self._norm_tracked
+            if tracked:
+                norm_open = min(map(_OPEN_AT, tracked))
+            for open_from, window in self._norm_asked:
+                at = open_from(norm_len, window)
+                if at < norm_open:
+                    norm_open = at
+            if norm_open < norm_len:
+                floor = norm_len - self._norm_holdback
+                if norm_open < floor:
+                    norm_open = floor
+                # The original character that produced the first held normalized one:
+                # characters the normalizer dropped just before it (a zero-width space)
+                # leave, and may, since no normalized match starts on them. Near the end of
+                # the text, after the last breakpoint, that is ``orig_start`` without its call
+                # and bisection.
+                if norm_open <= 0:
+                    held = 0
+                elif norm_open >= self._bp_norm[-1]:
+                    held = norm_open + self._bp_delta[-1]
+                else:
+                    held = normalizer.orig_start(norm_open)
+                if held < safe:
+                    safe = held
             # Never back: what an earlier scan declared safe stays safe (and may have left).
             if safe > self.safe_end:
                 self.safe_end = safe
@@ -315,40 +328,55 @@ class TextScan:
         failed = [sc for s, sc in self._scanners if s is shield]
         self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
         if self._adaptive:
-            self._raw_opens, self._norm_opens = (
-                _without(opens, failed) for opens in (self._raw_opens, self._norm_opens)
+            raw = (self._raw_tracked, self._raw_asked)
+            norm = (self._norm_tracked, self._norm_asked)
+            self._track(
+                (_without(raw, failed, self._tracked), _without(norm, failed, self._tracked), {})
             )
         return _failure(shield, exc, self._fail_closed)
 
+    def _track(self, opens: tuple[_Opens, _Opens, dict[int, Sequence[OpenAt]]]) -> None:
+        (self._raw_tracked, self._raw_asked), (self._norm_tracked, self._norm_asked), parts = opens
+        if parts:
+            self._tracked = parts
 
-# The scanners that keep ``open_at`` up to date as they feed (``Scanner.track_open``), and
-# the ``open_from`` of the others with their window: looked up once per text.
-_Opens = tuple[list[Scanner], list[tuple[Callable[[int, int], int], int]]]
-_NO_OPENS: _Opens = ([], [])  # never appended to
+
+# What keeps ``open_at`` up to date as the scanners feed (``Scanner.track_open``), and the
+# ``open_from`` of the scanners that do not with their window: looked up once per text.
+_Opens = tuple[list[OpenAt], list[tuple[Callable[[int, int], int], int]]]
+# A text's scan with nothing to read (a whole text, the fixed window): never appended to.
+_NOTHING_TRACKED: list[OpenAt] = []
+_NOTHING_ASKED: list[tuple[Callable[[int, int], int], int]] = []
 _OPEN_AT = attrgetter("open_at")
 
 
-def _opens(scanners: list[tuple[Shield, Scanner]]) -> tuple[_Opens, _Opens]:
-    """What the adaptive ``safe_end`` reads after every scan: those in original offsets, then
-    those in normalized ones."""
+def _opens(
+    scanners: list[tuple[Shield, Scanner]],
+) -> tuple[_Opens, _Opens, dict[int, Sequence[OpenAt]]]:
+    """What the adaptive ``safe_end`` reads after every scan: those in original offsets, those
+    in normalized ones, and what each tracked scanner (by id) returned."""
     raw: _Opens = ([], [])
     norm: _Opens = ([], [])
+    parts: dict[int, Sequence[OpenAt]] = {}
     for shield, scanner in scanners:
         tracked, asked = raw if shield.matches_raw else norm
-        if scanner.track_open():
-            tracked.append(scanner)
+        found = scanner.track_open()
+        if found:
+            tracked.extend(found)
+            parts[id(scanner)] = found
         else:
             asked.append((scanner.open_from, shield.max_match))
-    return raw, norm
+    return raw, norm, parts
 
 
-def _without(opens: _Opens, failed: list[Scanner]) -> _Opens:
+def _without(opens: _Opens, failed: list[Scanner], parts: dict[int, Sequence[OpenAt]]) -> _Opens:
     """``opens`` without those of the ``failed`` scanners (they are no longer fed)."""
     tracked, asked = opens
-    gone = [scanner.open_from for scanner in failed]  # bound methods: equal when the same
+    gone = [part for scanner in failed for part in parts.get(id(scanner), ())]
+    methods = [scanner.open_from for scanner in failed]  # bound methods: equal when the same
     return (
-        [scanner for scanner in tracked if scanner not in failed],
-        [(open_from, window) for open_from, window in asked if open_from not in gone],
+        [part for part in tracked if all(part is not other for other in gone)],
+        [(open_from, window) for open_from, window in asked if open_from not in methods],
     )
 
 

@@ -363,8 +363,7 @@ def test_secrets_remembered_answers_are_what_a_search_finds(text: str, sizes: li
     searched = TextScan((SECRETS_SEARCHED,), holdback=DEFAULT.holdback, adaptive=True)
     scanner = searched._scanners[0][1]
     for piece in chunked(text, sizes):
-        scanner._key = None  # type: ignore[attr-defined]  # nothing remembered: a search
-        scanner._table = {}  # type: ignore[attr-defined]
+        scanner._entry = None  # type: ignore[attr-defined]  # nothing remembered: a search
         assert sorted(map(key, remembered.feed(piece))) == sorted(map(key, searched.feed(piece)))
         assert remembered.safe_end == searched.safe_end, (text, piece)
 
@@ -563,3 +562,32 @@ output:
     text = "the river runs by the old mill and the village sleeps. " * 6
     scan.feed(text)
     assert scan.safe_end == len(text) - injection.max_match
+
+
+def test_a_tracked_scanner_that_fails_no_longer_holds_the_text() -> None:
+    """A scanner that keeps its candidate as it feeds (``Scanner.track_open``) and then
+    raises is dropped (fail closed): what it held is no longer held for it, and the other
+    scanners' candidates still are."""
+    deny = next(s for s in DENY.output_shields if s.type_name == "denylist")
+
+    class Breaks(type(deny)):  # type: ignore[misc]
+        def scanner(self):  # type: ignore[no-untyped-def]
+            scanner = super().scanner()
+            feed = scanner.feed
+
+            def feed_once(chunk):  # type: ignore[no-untyped-def]
+                if chunk.raw_start:
+                    raise RuntimeError("boom")
+                return feed(chunk)
+
+            scanner.feed = feed_once
+            return scanner
+
+    shields = (Breaks(deny.spec), SECRETS)
+    scan = TextScan(shields, holdback=DEFAULT.holdback, adaptive=True)
+    assert scan.feed("how to build a b") == []
+    assert scan.safe_end == len("how to ")  # "build a b" may still become "build a bomb"
+    found = scan.feed("x, and ")
+    assert [(f.shield_id, f.label) for f in found] == [(deny.id, "shield_error")]
+    # Only the secrets shield is left, and nothing it reads is open after ", and ".
+    assert scan.safe_end == len("how to build a bx, and ")

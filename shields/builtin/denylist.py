@@ -43,6 +43,7 @@ that begins an entry's letters.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any, Literal
 
@@ -51,7 +52,7 @@ import ahocorasick_rs
 import re2
 from pydantic import Field, model_validator
 
-from shields.base import NOTHING_OPEN, Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.joined import (
     JOINER_CHARS,
     VIEW_BYTES,
@@ -394,12 +395,14 @@ class _DenylistScanner(Scanner):
         self._track = False
         self.open_at = NOTHING_OPEN
 
-    def track_open(self) -> bool:
-        self._track = True
-        for keys in (self._joined, self._plain):
-            if keys is not None:
-                keys.track()
-        return True
+    def track_open(self) -> Sequence[OpenAt]:
+        parts = [keys for keys in (self._joined, self._plain) if keys is not None]
+        for keys in parts:
+            keys.track()
+        if self._spaced is None:
+            return parts  # read as they are: nothing to publish here
+        self._track = True  # the spelled-out view's candidate joins theirs in ``open_at``
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         norm = chunk.norm
@@ -420,17 +423,15 @@ class _DenylistScanner(Scanner):
         if spaced is not None:
             self._scan_spaced(spaced, spaced.feed(norm), normalizer, findings)
         if self._track:
-            at = NOTHING_OPEN if joined is None else joined.open
-            if plain is not None and plain.open < at:
-                at = plain.open
-            if spaced is not None:
-                at = min(at, self._spaced_open(spaced))
+            assert spaced is not None  # tracked here only then (``track_open``)
+            at = self._spaced_open(spaced)
+            for keys in (joined, plain):
+                if keys is not None and keys.open_at < at:
+                    at = keys.open_at
             self.open_at = at
         return findings
 
     def open_from(self, end: int, window: int) -> int:
-        if self._track:
-            return min(self.open_at, end)
         pos = end
         joined = self._joined
         if joined is not None:
@@ -508,7 +509,7 @@ class _KeyScanner:
         "_tail",
         "_tail_start",
         "_track",
-        "open",
+        "open_at",
     )
 
     def __init__(self, shield: DenylistShield, keys: _Keys) -> None:
@@ -526,7 +527,7 @@ class _KeyScanner:
         self._pending: list[tuple[int, int, str]] = []
         # Where the longest suffix of the text that is a prefix of a key starts (``open_from``;
         # kept up to date by ``feed`` once tracked, with the table of that suffix).
-        self.open = 0
+        self.open_at = 0
         self._track = False
         self._table = NO_TABLE
 
@@ -572,7 +573,7 @@ class _KeyScanner:
             # a suffix of the text before it that is a path of the trie, and none begins before
             # the longest.
             fresh = len(tail)
-            first = self.open - base if self._track else 0
+            first = self.open_at - base if self._track else 0
             for last, (label, length, is_word) in keys.automaton.iter(
                 text, first if first > 0 else 0
             ):
@@ -611,7 +612,7 @@ class _KeyScanner:
             if entry is None:
                 entry = self._learn(piece, text, base)
             self._table, _, held = entry
-            self.open = end_of_text - held
+            self.open_at = end_of_text - held
 
     def _learn(self, piece: str, text: str, base: int) -> Entry:
         """Works out what stays held after ``piece``, the end of ``text`` (which starts at
@@ -622,7 +623,7 @@ class _KeyScanner:
             now = text[-keys.longest_key :]
             after = now[self._open_in(now) :]
             return (keys.tables.table(after), after, len(after))
-        held = text[self.open - base : len(text) - len(piece)]
+        held = text[self.open_at - base : len(text) - len(piece)]
         tables = keys.tables
         table = tables.table(held)
         entry: Entry | None = None
@@ -652,17 +653,17 @@ class _KeyScanner:
     def open_from(self) -> int:
         """``open`` worked out from the tail (a scanner not tracked: ``feed`` keeps it)."""
         if self._track:
-            return self.open
+            return self.open_at
         tail = self._tail
         start = self._tail_start
         end_of_text = start + len(tail)
         # The tail holds the longest key: enough for the longest suffix that can be a path.
-        pos = self.open
+        pos = self.open_at
         if pos < end_of_text - self._keys.longest_key:
             pos = end_of_text - self._keys.longest_key
         if pos < start:
             pos = start
-        self.open = pos = pos + self._open_in(tail[pos - start :])
+        self.open_at = pos = pos + self._open_in(tail[pos - start :])
         return pos
 
     def _open_prefix(self, text: str) -> int:

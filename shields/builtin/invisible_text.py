@@ -37,13 +37,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import NOTHING_OPEN, Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.normalize import StreamNormalizer, non_ascii_runs
 from shields.registry import register
 from shields.spec import ShieldSpecBase
@@ -310,9 +311,9 @@ class _InvisibleScanner(Scanner):
         # ``NOTHING_OPEN`` whenever nothing waits: the common case below leaves it as it is.
         self.open_at = NOTHING_OPEN
 
-    def track_open(self) -> bool:
+    def track_open(self) -> Sequence[OpenAt]:
         self._track = True
-        return True
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw

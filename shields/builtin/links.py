@@ -66,12 +66,13 @@ import math
 import re
 import urllib.parse
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import NOTHING_OPEN, Action, Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Action, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.builtin.links_tags import Tags
 from shields.builtin.regex import Searcher, compile_pattern, searcher
 from shields.normalize import StreamNormalizer
@@ -511,9 +512,9 @@ class _LinksScanner(Scanner):
         self._track = False
         self.open_at = NOTHING_OPEN
 
-    def track_open(self) -> bool:
+    def track_open(self) -> Sequence[OpenAt]:
         self._track = True
-        return True
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw

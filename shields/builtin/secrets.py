@@ -47,13 +47,14 @@ import binascii
 import functools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import NOTHING_OPEN, Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.builtin.regex import (
     Searcher,
     Spans,
@@ -74,7 +75,7 @@ from shields.builtin.secrets_rules import (
 )
 from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
-from shields.open_tables import NO_TABLE, Entry, OpenTables
+from shields.open_tables import Entry, OpenTables
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -530,9 +531,6 @@ _MEMO_ENTRIES = 16384
 # character: prose holds one to three characters ("s", "to", "pas"), a near-miss a few more
 # ("sk-learn"); a longer one (a key being judged) is searched in the buffer.
 _STEP_TEXT = 24
-# Tokens a tracked scanner keeps before it drops the text no match can start in
-# (``_SecretsScanner._compact``).
-_COMPACT_PIECES = 16
 _A = TypeVar("_A")
 # What comes before a held text, as the first character of its key in the memos: a character
 # that is no word character (for ``\b``), a word character, or the start of the text.
@@ -655,7 +653,7 @@ class _SecretsScanner(Scanner):
         "_clear",
         "_csi",
         "_end",
-        "_key",
+        "_entry",
         "_memos",
         "_need",
         "_off",
@@ -664,7 +662,6 @@ class _SecretsScanner(Scanner):
         "_pos",
         "_seen",
         "_shield",
-        "_table",
         "_tail",
         "_track",
         "_trigger_width",
@@ -685,23 +682,22 @@ class _SecretsScanner(Scanner):
         self._need = shield._max_match  # characters past _pos that make a scan worth it
         self._open_search = shield._open_search
         # ``open_from``: no match can start before ``_clear``; at its last call the text
-        # ended at ``_seen`` and ``_key`` (None: not known) was the key of the text from
-        # ``_clear`` on (``_OpenMemos``).
+        # ended at ``_seen``.
         memos = self._memos = shield._memos
         self._clear = 0
         self._seen = 0
-        self._key: str | None = None
-        self._table = NO_TABLE  # the key's (``shields.open_tables``)
+        # The table, key and held length of the text from ``_clear`` on (``_OpenMemos``);
+        # None: not known (the buffer is searched), or a long secret is being read.
+        self._entry: Entry | None = None
         if memos is not None:
-            self._key = _AT_START
-            self._table = memos.tables.table(_AT_START)
+            self._entry = (memos.tables.table(_AT_START), _AT_START, 0)
         self._track = False  # ``open_at`` is kept up to date (``track_open``)
         self.open_at = NOTHING_OPEN
         self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
 
-    def track_open(self) -> bool:
+    def track_open(self) -> Sequence[OpenAt]:
         self._track = self._memos is not None
-        return self._track
+        return (self,) if self._track else ()
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -711,27 +707,27 @@ class _SecretsScanner(Scanner):
             raw, self._csi = _mask_csi(raw, self._csi)
         end = self._end + len(raw)
         self._end = end
+        if self._track and self._entry is not None:
+            # Tracked, with the held text's key known: ``open_from``'s answer from remembered
+            # steps (see there), and nothing else. Every position before the open candidate
+            # is decided (no match starts there, now or ever) and the text from it on is the
+            # key's: nothing is buffered, and nothing is searched, until a step is not known.
+            table = self._entry[0]
+            for char in raw:
+                entry = table.get(char)
+                if entry is None:
+                    break
+                table = entry[0]
+            if entry is not None:
+                self._entry = entry
+                self._clear = self.open_at = end - entry[2]
+                return []
+            self._restore()
         pending = self._pending
         if end - self._pos < self._need:
             pending.append(raw)
             if self._track:
-                # ``open_from``'s usual answer, inlined: remembered steps (see there).
-                entry = None
-                if self._tail is None:
-                    table = self._table
-                    for char in raw:
-                        entry = table.get(char)
-                        if entry is None:
-                            break
-                        table = entry[0]
-                if entry is not None:
-                    self._table, self._key, held = entry
-                    self._seen = end
-                    self._clear = self.open_at = clear = end - held
-                    if len(pending) >= _COMPACT_PIECES:
-                        self._compact(clear, entry[1])
-                else:
-                    self.open_at = self.open_from(end, 0)
+                self.open_at = self._open_token(end, len(raw), 0)
             return []  # no decision can be taken yet: the cheap path of a stream
         if pending:
             pending.append(raw)
@@ -751,28 +747,31 @@ class _SecretsScanner(Scanner):
                     self._off = pos - 1
                 self._buf = buf
                 if self._track:
-                    self.open_at = self.open_from(end, 0)
+                    self.open_at = self._open_token(end, len(raw), 0)
                 return []
         self._buf = buf
         found = self._scan(final=False)
         if self._track:
-            self.open_at = self.open_from(end, 0)
+            self.open_at = self._open_token(end, len(raw), 0)
         return found
 
-    def _compact(self, clear: int, key: str) -> None:
-        """Takes every position before ``clear`` as decided, and keeps only the text from it
-        on: ``open_from`` found that none of them starts a match, now or ever. What is kept
-        is the key's text and, for ``\\b``, a character of its kind before it (a decision
-        reads nothing else before a position). A tracked scanner then decides nothing in
-        prose, where a scanner whose candidates are not known searches every position once
-        ``max_match`` characters have followed it."""
+    def _restore(self) -> None:
+        """The buffer of a tracked scanner that kept none (``feed``): the text from ``_clear``
+        on, which is the key's (and, for ``\\b``, a character of the kind the key says comes
+        before it: a decision reads nothing else before a position), every position before it
+        decided."""
+        entry = self._entry
+        assert entry is not None
+        key = entry[1]
         context = _CONTEXT[key[0]]
         self._buf = context + key[1:].encode("ascii")
-        self._off = clear - len(context)
-        self._pos = clear
+        self._off = self._clear - len(context)
+        self._pos = self._clear
         self._pending.clear()
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        if self._track and self._entry is not None:
+            self._restore()
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
@@ -780,7 +779,12 @@ class _SecretsScanner(Scanner):
         return self._scan(final=True)
 
     def open_from(self, end: int, window: int) -> int:
+        return self._open_token(end, end - self._seen, window)
+
+    def _open_token(self, end: int, size: int, window: int) -> int:
+        """``open_from`` after the last ``size`` characters fed (a token, as a rule)."""
         if self._tail is not None:
+            self._entry = None  # searched again once the long secret ends
             return self._pos  # the next piece of a long secret starts there
         # The usual call: a token more since the last one (the stream guard asks after every
         # event). What is open after it depends only on the key of the text held at the last
@@ -788,18 +792,18 @@ class _SecretsScanner(Scanner):
         # character before it on; no match starts before ``_clear``). Answers are remembered
         # by those, as strings a stream already holds: a search costs an RE2 call or more
         # (~0.5 us, several on text RE2 has not seen), more than the rest of a stream's scan.
-        key = self._key
-        if key is None or self._pos > self._clear:
+        entry = self._entry
+        if entry is None or self._pos > self._clear:
             return self._open_general(end, window)
-        token = self._token(end - self._seen)
+        token = self._token(size)
         if token is None:
             return self._open_general(end, window)
-        entry = self._step(key, token)
+        entry = self._step(entry, token)
         if entry is None:
             return self._open_general(end, window)
-        self._table, self._key, held = entry
+        self._entry = entry
         self._seen = end
-        self._clear = clear = end - held
+        self._clear = clear = end - entry[2]
         return clear
 
     def _token(self, size: int) -> str | None:
@@ -813,24 +817,24 @@ class _SecretsScanner(Scanner):
         # A decision took everything into the buffer (``feed``): the token's ASCII view.
         return self._buf[len(self._buf) - size :].decode("ascii")
 
-    def _step(self, key: str, token: str) -> Entry | None:
-        """The entry ``token`` after ``key`` leads to, worked out a character at a time
-        (``_OpenMemos``); None when the held text grows too long for that (a key being judged:
-        searched in the buffer)."""
+    def _step(self, entry: Entry, token: str) -> Entry | None:
+        """The entry ``token`` leads to after ``entry``'s key, worked out a character at a
+        time (``_OpenMemos``) and remembered; None when the held text grows too long for that
+        (a key being judged: searched in the buffer)."""
         memos = self._memos
         assert memos is not None
         tables = memos.tables
         if not token.isascii():
             token = token.encode("ascii", "replace").decode("ascii")  # as RE2 is shown it
-        table = tables.table(key)
-        entry: Entry | None = None
+        table, key, _ = entry
         for char in token:
-            entry = table.get(char)
-            if entry is None:
+            found = table.get(char)
+            if found is None:
                 if len(key) >= _STEP_TEXT:
                     return None
                 after = self._open_key(key + char)
-                entry = tables.remember(key, char, after, len(after) - 1)
+                found = tables.remember(key, char, after, len(after) - 1)
+            entry = found
             table, key, _ = entry
         return entry
 
@@ -869,15 +873,14 @@ class _SecretsScanner(Scanner):
             # A long held text (a key being judged), or one whose character before is not
             # known (the buffer keeps the character before the first undecided position, so
             # ``at`` is 0 only at the start of the text): searched again next time.
-            self._key = None
-            self._table = NO_TABLE
+            self._entry = None
             return answer
         if found > at:
             before = _AFTER_BYTE[buf[found - 1]]
         else:
             before = _AFTER_BYTE[buf[at - 1]] if at else _AT_START
-        self._key = key = before + buf[found:].decode("ascii")
-        self._table = memos.tables.table(key)
+        key = before + buf[found:].decode("ascii")
+        self._entry = (memos.tables.table(key), key, len(key) - 1)
         return answer
 
     def _open_in(self, buf: bytes, at: int) -> int:
