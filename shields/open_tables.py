@@ -1,60 +1,67 @@
 """Remembered open candidates, for scanners that keep theirs up to date token by token.
 
 The adaptive hold-back asks every scanner of a stream where a match may still start after
-every token it is fed (``Scanner.open_at``). For some scanners the answer depends only on a
+every token it is fed (``Scanner.track_open``). For some scanners the answer depends only on a
 short *key* — the text held so far, from its earliest open position, and what little of the
-text before it a match could read — and on the token: the secrets shield's and the deny list's
-in prose are one to a few characters. Those answers are facts about text, never stale, so a
-shield remembers them for every stream it scans: ``OpenTables`` maps a key to its *table*, and
-a table maps a token that followed the key to the entry it leads to: the next key's table, the
-next key, and how many characters that key holds. A scanner keeps its key's table, so the
-usual answer costs one lookup of the token it was just fed (a table is small and stays in the
-cache); a token not seen after that key is worked out by the scanner and remembered.
+text before it a match could read — and on the characters that follow: the secrets shield's
+and the deny list's in prose are one to a few characters. Those answers are facts about text,
+never stale, so a shield remembers them for every stream it scans, as a small automaton: a
+``State`` per key, which maps a character that followed the key to the state it leads to, and
+knows how many characters its key holds. A scanner keeps its state and steps it through each
+token it is fed, one dictionary lookup per character (states are few and stay in the cache);
+a character not seen after that key raises ``KeyError``, and the scanner works it out and
+remembers it.
 """
 
 from __future__ import annotations
 
-__all__ = ["NO_TABLE", "Entry", "OpenTables", "Table"]
+__all__ = ["OpenTables", "State"]
 
-# A key's table: a token -> (the next key's table, the next key, its held length).
-Table = dict[str, "Entry"]
-Entry = tuple[Table, str, int]
-# The table of no key, never written to: a scanner without a key misses, and works it out.
-NO_TABLE: Table = {}
+
+class State(dict[str, "State"]):
+    """A key, how many characters of the text it holds, and the states the characters seen
+    after it lead to."""
+
+    __slots__ = ("held", "key")
+
+    def __init__(self, key: str, held: int) -> None:
+        super().__init__()
+        self.key = key
+        self.held = held
 
 
 class OpenTables:
-    """A shield's remembered answers, shared by its scanners: at most ``capacity`` entries,
-    all forgotten when full (a few MB at most)."""
+    """A shield's remembered states, shared by its scanners: at most ``capacity`` steps, all
+    forgotten when full (a few MB at most)."""
 
-    __slots__ = ("capacity", "entries", "tables")
+    __slots__ = ("capacity", "states", "steps")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.tables: dict[str, Table] = {}
-        self.entries = 0
+        self.states: dict[str, State] = {}
+        self.steps = 0
 
-    def table(self, key: str) -> Table:
-        """The table of ``key`` (empty when nothing is remembered after it)."""
-        table = self.tables.get(key)
-        if table is None:
-            table = self.tables[key] = {}
-        return table
+    def state(self, key: str, held: int) -> State:
+        """The state of ``key``, which holds ``held`` characters."""
+        state = self.states.get(key)
+        if state is None:
+            state = self.states[key] = State(key, held)
+        return state
 
-    def remember(self, key: str, token: str, after: str, held: int) -> Entry:
-        """Remembers that ``token`` after ``key`` leads to ``after``, which holds ``held``
-        characters; returns the entry."""
-        if self.entries >= self.capacity:
+    def remember(self, state: State, char: str, key: str, held: int) -> State:
+        """Remembers that ``char`` after ``state`` leads to ``key`` (holding ``held``
+        characters); returns that state."""
+        if self.steps >= self.capacity:
             self.clear()
-        self.entries += 1
-        entry = (self.table(after), after, held)
-        self.table(key)[token] = entry
-        return entry
+        self.steps += 1
+        after = self.state(key, held)
+        state[char] = after
+        return after
 
     def clear(self) -> None:
-        # Emptied, not only dropped: a scanner holds its key's table, whose entries would keep
-        # every table they lead to.
-        for table in self.tables.values():
-            table.clear()
-        self.tables.clear()
-        self.entries = 0
+        # Emptied, not only dropped: a scanner holds its state, whose steps would keep every
+        # state they lead to.
+        for state in self.states.values():
+            state.clear()
+        self.states.clear()
+        self.steps = 0

@@ -363,7 +363,7 @@ def test_secrets_remembered_answers_are_what_a_search_finds(text: str, sizes: li
     searched = TextScan((SECRETS_SEARCHED,), holdback=DEFAULT.holdback, adaptive=True)
     scanner = searched._scanners[0][1]
     for piece in chunked(text, sizes):
-        scanner._entry = None  # type: ignore[attr-defined]  # nothing remembered: a search
+        scanner._state = None  # type: ignore[attr-defined]  # nothing remembered: a search
         assert sorted(map(key, remembered.feed(piece))) == sorted(map(key, searched.feed(piece)))
         assert remembered.safe_end == searched.safe_end, (text, piece)
 

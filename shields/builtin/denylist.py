@@ -61,7 +61,7 @@ from shields.joined import (
     relaxed_reading,
 )
 from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
-from shields.open_tables import NO_TABLE, Entry, OpenTables
+from shields.open_tables import OpenTables, State
 from shields.registry import register
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
@@ -505,7 +505,7 @@ class _KeyScanner:
         "_pending",
         "_read_tail",
         "_shield",
-        "_table",
+        "_state",
         "_tail",
         "_tail_start",
         "_track",
@@ -529,12 +529,12 @@ class _KeyScanner:
         # kept up to date by ``feed`` once tracked, with the table of that suffix).
         self.open_at = 0
         self._track = False
-        self._table = NO_TABLE
+        self._state: State | None = None  # that suffix's, once tracked
 
     def track(self) -> None:
         """Keep ``open`` up to date in every feed (``Scanner.track_open``)."""
         self._track = True
-        self._table = self._keys.tables.table("")
+        self._state = self._keys.tables.state("", 0)
 
     def feed(
         self,
@@ -599,43 +599,40 @@ class _KeyScanner:
         else:
             self._tail = text
             self._read_tail = read_text
-        if self._track:
-            # What stays held after the piece: remembered per held text and character.
-            entry = None
+        state = self._state
+        if state is not None:
+            # Tracked: what stays held after the piece, from remembered steps.
             if size <= _STEP_PIECE:
-                table = self._table
-                for char in piece:
-                    entry = table.get(char)
-                    if entry is None:
-                        break
-                    table = entry[0]
-            if entry is None:
-                entry = self._learn(piece, text, base)
-            self._table, _, held = entry
-            self.open_at = end_of_text - held
+                try:
+                    for char in piece:
+                        state = state[char]
+                except KeyError:
+                    state = self._learn(piece, text)
+            else:
+                state = self._learn(piece, text)  # a bulk read's piece: at once
+            self._state = state
+            self.open_at = end_of_text - state.held
 
-    def _learn(self, piece: str, text: str, base: int) -> Entry:
-        """Works out what stays held after ``piece``, the end of ``text`` (which starts at
-        view offset ``base``) following the held text, a character at a time, remembering
-        each step (a long piece, a bulk read's, at once: only its end can be held)."""
+    def _learn(self, piece: str, text: str) -> State:
+        """The state after ``piece``, the end of ``text``, from the held text's: worked out a
+        character at a time and remembered (a long piece, a bulk read's, at once and not
+        remembered: only its end can be held)."""
         keys = self._keys
+        tables = keys.tables
         if len(piece) > _STEP_PIECE:
             now = text[-keys.longest_key :]
-            after = now[self._open_in(now) :]
-            return (keys.tables.table(after), after, len(after))
-        held = text[self.open_at - base : len(text) - len(piece)]
-        tables = keys.tables
-        table = tables.table(held)
-        entry: Entry | None = None
+            held = now[self._open_in(now) :]
+            return tables.state(held, len(held))
+        state = self._state
+        assert state is not None  # tracked
         for char in piece:
-            entry = table.get(char)
-            if entry is None:
-                now = held + char
-                after = now[self._open_in(now) :]
-                entry = tables.remember(held, char, after, len(after))
-            table, held, _ = entry
-        assert entry is not None  # a piece is never empty
-        return entry
+            after = state.get(char)
+            if after is None:
+                now = state.key + char
+                held = now[self._open_in(now) :]
+                after = tables.remember(state, char, held, len(held))
+            state = after
+        return state
 
     def _open_in(self, text: str) -> int:
         """Where the longest suffix of ``text`` that is a path of the trie starts (the

@@ -75,7 +75,7 @@ from shields.builtin.secrets_rules import (
 )
 from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
-from shields.open_tables import Entry, OpenTables
+from shields.open_tables import OpenTables, State
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -653,7 +653,6 @@ class _SecretsScanner(Scanner):
         "_clear",
         "_csi",
         "_end",
-        "_entry",
         "_memos",
         "_need",
         "_off",
@@ -662,6 +661,7 @@ class _SecretsScanner(Scanner):
         "_pos",
         "_seen",
         "_shield",
+        "_state",
         "_tail",
         "_track",
         "_trigger_width",
@@ -686,11 +686,11 @@ class _SecretsScanner(Scanner):
         memos = self._memos = shield._memos
         self._clear = 0
         self._seen = 0
-        # The table, key and held length of the text from ``_clear`` on (``_OpenMemos``);
-        # None: not known (the buffer is searched), or a long secret is being read.
-        self._entry: Entry | None = None
+        # The state of the key of the text from ``_clear`` on (``_OpenMemos``); None: not
+        # known (the buffer is searched), or a long secret is being read.
+        self._state: State | None = None
         if memos is not None:
-            self._entry = (memos.tables.table(_AT_START), _AT_START, 0)
+            self._state = memos.tables.state(_AT_START, 0)
         self._track = False  # ``open_at`` is kept up to date (``track_open``)
         self.open_at = NOTHING_OPEN
         self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
@@ -707,22 +707,21 @@ class _SecretsScanner(Scanner):
             raw, self._csi = _mask_csi(raw, self._csi)
         end = self._end + len(raw)
         self._end = end
-        if self._track and self._entry is not None:
+        if self._track and self._state is not None:
             # Tracked, with the held text's key known: ``open_from``'s answer from remembered
             # steps (see there), and nothing else. Every position before the open candidate
             # is decided (no match starts there, now or ever) and the text from it on is the
             # key's: nothing is buffered, and nothing is searched, until a step is not known.
-            table = self._entry[0]
-            for char in raw:
-                entry = table.get(char)
-                if entry is None:
-                    break
-                table = entry[0]
-            if entry is not None:
-                self._entry = entry
-                self._clear = self.open_at = end - entry[2]
+            state = self._state
+            try:
+                for char in raw:
+                    state = state[char]
+            except KeyError:
+                self._restore()
+            else:
+                self._state = state
+                self._clear = self.open_at = end - state.held
                 return []
-            self._restore()
         pending = self._pending
         if end - self._pos < self._need:
             pending.append(raw)
@@ -760,9 +759,9 @@ class _SecretsScanner(Scanner):
         on, which is the key's (and, for ``\\b``, a character of the kind the key says comes
         before it: a decision reads nothing else before a position), every position before it
         decided."""
-        entry = self._entry
-        assert entry is not None
-        key = entry[1]
+        state = self._state
+        assert state is not None
+        key = state.key
         context = _CONTEXT[key[0]]
         self._buf = context + key[1:].encode("ascii")
         self._off = self._clear - len(context)
@@ -770,7 +769,7 @@ class _SecretsScanner(Scanner):
         self._pending.clear()
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
-        if self._track and self._entry is not None:
+        if self._track and self._state is not None:
             self._restore()
         if self._pending:
             text = "".join(self._pending)
@@ -784,7 +783,7 @@ class _SecretsScanner(Scanner):
     def _open_token(self, end: int, size: int, window: int) -> int:
         """``open_from`` after the last ``size`` characters fed (a token, as a rule)."""
         if self._tail is not None:
-            self._entry = None  # searched again once the long secret ends
+            self._state = None  # searched again once the long secret ends
             return self._pos  # the next piece of a long secret starts there
         # The usual call: a token more since the last one (the stream guard asks after every
         # event). What is open after it depends only on the key of the text held at the last
@@ -792,18 +791,18 @@ class _SecretsScanner(Scanner):
         # character before it on; no match starts before ``_clear``). Answers are remembered
         # by those, as strings a stream already holds: a search costs an RE2 call or more
         # (~0.5 us, several on text RE2 has not seen), more than the rest of a stream's scan.
-        entry = self._entry
-        if entry is None or self._pos > self._clear:
+        state = self._state
+        if state is None or self._pos > self._clear:
             return self._open_general(end, window)
         token = self._token(size)
         if token is None:
             return self._open_general(end, window)
-        entry = self._step(entry, token)
-        if entry is None:
+        state = self._step(state, token)
+        if state is None:
             return self._open_general(end, window)
-        self._entry = entry
+        self._state = state
         self._seen = end
-        self._clear = clear = end - entry[2]
+        self._clear = clear = end - state.held
         return clear
 
     def _token(self, size: int) -> str | None:
@@ -817,26 +816,28 @@ class _SecretsScanner(Scanner):
         # A decision took everything into the buffer (``feed``): the token's ASCII view.
         return self._buf[len(self._buf) - size :].decode("ascii")
 
-    def _step(self, entry: Entry, token: str) -> Entry | None:
-        """The entry ``token`` leads to after ``entry``'s key, worked out a character at a
-        time (``_OpenMemos``) and remembered; None when the held text grows too long for that
-        (a key being judged: searched in the buffer)."""
+    def _step(self, state: State, token: str) -> State | None:
+        """The state ``token`` leads to from ``state``, worked out a character at a time
+        (``_OpenMemos``) and remembered; None when the held text grows too long for that (a
+        key being judged: searched in the buffer)."""
         memos = self._memos
         assert memos is not None
         tables = memos.tables
-        if not token.isascii():
-            token = token.encode("ascii", "replace").decode("ascii")  # as RE2 is shown it
-        table, key, _ = entry
         for char in token:
-            found = table.get(char)
-            if found is None:
-                if len(key) >= _STEP_TEXT:
-                    return None
-                after = self._open_key(key + char)
-                found = tables.remember(key, char, after, len(after) - 1)
-            entry = found
-            table, key, _ = entry
-        return entry
+            after = state.get(char)
+            if after is None:
+                seen = char if char.isascii() else "?"  # as RE2 is shown it
+                after = state.get(seen)
+                if after is None:
+                    key = state.key
+                    if len(key) >= _STEP_TEXT:
+                        return None
+                    found = self._open_key(key + seen)
+                    after = tables.remember(state, seen, found, len(found) - 1)
+                if seen != char:  # the character itself leads there too, from now on
+                    tables.remember(state, char, after.key, after.held)
+            state = after
+        return state
 
     def _open_key(self, text: str) -> str:
         """The key after ``text`` (a key, then the text that followed it), by a search of
@@ -873,14 +874,14 @@ class _SecretsScanner(Scanner):
             # A long held text (a key being judged), or one whose character before is not
             # known (the buffer keeps the character before the first undecided position, so
             # ``at`` is 0 only at the start of the text): searched again next time.
-            self._entry = None
+            self._state = None
             return answer
         if found > at:
             before = _AFTER_BYTE[buf[found - 1]]
         else:
             before = _AFTER_BYTE[buf[at - 1]] if at else _AT_START
         key = before + buf[found:].decode("ascii")
-        self._entry = (memos.tables.table(key), key, len(key) - 1)
+        self._state = memos.tables.state(key, len(key) - 1)
         return answer
 
     def _open_in(self, buf: bytes, at: int) -> int:
