@@ -20,7 +20,6 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
-from operator import attrgetter
 from typing import Protocol
 
 from shields.base import (
@@ -235,11 +234,9 @@ class TextScan:
             # (``holdback`` bounds what is held).
             orig_len = normalizer.orig_len
             safe = orig_len
-            tracked = self._raw_tracked
-            if tracked:
-                at = min(map(_OPEN_AT, tracked))
-                if at < safe:
-                    safe = at
+            for part in self._raw_tracked:  # a few: a loop costs less than min(map(...))
+                if part.open_at < safe:
+                    safe = part.open_at
             for open_from, window in self._raw_asked:
                 at = open_from(orig_len, window)
                 if at < safe:
@@ -248,9 +245,9 @@ class TextScan:
             if safe < floor:
                 safe = floor
             norm_open = norm_len
-            tracked = self._norm_tracked
-            if tracked:
-                norm_open = min(map(_OPEN_AT, tracked))
+            for part in self._norm_tracked:
+                if part.open_at < norm_open:
+                    norm_open = part.open_at
             for open_from, window in self._norm_asked:
                 at = open_from(norm_len, window)
                 if at < norm_open:
@@ -347,7 +344,6 @@ _Opens = tuple[list[OpenAt], list[tuple[Callable[[int, int], int], int]]]
 # A text's scan with nothing to read (a whole text, the fixed window): never appended to.
 _NOTHING_TRACKED: list[OpenAt] = []
 _NOTHING_ASKED: list[tuple[Callable[[int, int], int], int]] = []
-_OPEN_AT = attrgetter("open_at")
 
 
 def _opens(
