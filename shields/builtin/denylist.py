@@ -573,10 +573,9 @@ class _KeyScanner:
             # a suffix of the text before it that is a path of the trie, and none begins before
             # the longest.
             fresh = len(tail)
+            # (The tail is longer than any key prefix: ``first`` is never before it.)
             first = self.open_at - base if self._track else 0
-            for last, (label, length, is_word) in keys.automaton.iter(
-                text, first if first > 0 else 0
-            ):
+            for last, (label, length, is_word) in keys.automaton.iter(text, first):
                 if last < fresh:
                     continue
                 end = base + last + 1

@@ -54,7 +54,7 @@ from typing import Any, Literal, TypeVar
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
+from shields.base import Chunk, Finding, OpenAt, Scanner, Shield
 from shields.builtin.regex import (
     Searcher,
     Spans,
@@ -692,7 +692,7 @@ class _SecretsScanner(Scanner):
         if memos is not None:
             self._state = memos.tables.state(_AT_START, 0)
         self._track = False  # ``open_at`` is kept up to date (``track_open``)
-        self.open_at = NOTHING_OPEN
+        self.open_at = 0  # ``_clear``, while tracked with a known state (``_restore``)
         self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
 
     def track_open(self) -> Sequence[OpenAt]:
@@ -720,7 +720,7 @@ class _SecretsScanner(Scanner):
                 self._restore()
             else:
                 self._state = state
-                self._clear = self.open_at = end - state.held
+                self.open_at = end - state.held  # ``_clear`` too, from now on (``_restore``)
                 return []
         pending = self._pending
         if end - self._pos < self._need:
@@ -764,8 +764,8 @@ class _SecretsScanner(Scanner):
         key = state.key
         context = _CONTEXT[key[0]]
         self._buf = context + key[1:].encode("ascii")
-        self._off = self._clear - len(context)
-        self._pos = self._clear
+        self._clear = self._pos = clear = self.open_at
+        self._off = clear - len(context)
         self._pending.clear()
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
