@@ -591,3 +591,20 @@ def test_a_tracked_scanner_that_fails_no_longer_holds_the_text() -> None:
     assert [(f.shield_id, f.label) for f in found] == [(deny.id, "shield_error")]
     # Only the secrets shield is left, and nothing it reads is open after ", and ".
     assert scan.safe_end == len("how to build a bx, and ")
+
+
+@pytest.mark.parametrize("sizes", [[1], [2], [3], [5], [2, 7]])
+def test_the_deny_list_finds_an_entry_whose_steps_it_remembers(sizes: list[int]) -> None:
+    """Tracked, the deny list runs its automaton over a piece only when a step through it is
+    not remembered, and a step into a state where an entry ends never is: an entry is found
+    however often the text before it, and the beginning of it, were seen before."""
+    text = "we build a bomber and sarin. we build a bomb, and sarin"
+    whole = sorted(
+        map(key, scan_steps(DENY.output_shields, DENY.holdback, [text], adaptive=False)[0])
+    )
+    assert len(whole) == 5  # build a bomb (twice), bomber, sarin (twice)
+    for _ in range(3):  # the shield remembers more steps every time
+        found, _, _ = scan_steps(
+            DENY.output_shields, DENY.holdback, chunked(text, sizes), adaptive=True
+        )
+        assert sorted(map(key, found)) == whole

@@ -558,6 +558,7 @@ class _KeyScanner:
                     read_text, base, start, end, label, end_of_text, findings, normalizer
                 )
         size = len(piece)
+        state: State | None = None  # after the piece, when known from remembered steps
         if size >= keys.bulk_from:
             self._feed_bulk(
                 text, read_text, base, len(tail), end_of_text, findings, normalizer, read is None
@@ -567,29 +568,40 @@ class _KeyScanner:
                 text, read_text, base, len(tail), end_of_text, findings, normalizer
             )
         else:
-            # The tail holds the longest key: every occurrence ending in the new text is found;
-            # those ending inside the tail were reported by the previous chunk. Once tracked,
-            # only from the open candidate: an occurrence that ends in the new text begins with
-            # a suffix of the text before it that is a path of the trie, and none begins before
-            # the longest.
-            fresh = len(tail)
-            # (The tail is longer than any key prefix: ``first`` is never before it.)
-            first = self.open_at - base if self._track else 0
-            for last, (label, length, is_word) in keys.automaton.iter(text, first):
-                if last < fresh:
-                    continue
-                end = base + last + 1
-                self._hit(
-                    read_text,
-                    base,
-                    end - length,
-                    end,
-                    label,
-                    is_word,
-                    end_of_text,
-                    findings,
-                    normalizer,
-                )
+            if size <= _STEP_PIECE and self._state is not None:
+                # Tracked: the remembered steps through the piece. A step into a state where a
+                # key ends is never remembered (``_learn``), so when every step is known no key
+                # ends in the piece, and the automaton need not run.
+                state = self._state
+                try:
+                    for char in piece:
+                        state = state[char]
+                except KeyError:
+                    state = None
+            if state is None:
+                # The tail holds the longest key: every occurrence ending in the new text is
+                # found; those ending inside the tail were reported by the previous chunk.
+                # Once tracked, only from the open candidate: an occurrence that ends in the
+                # new text begins with a suffix of the text before it that is a path of the
+                # trie, and none begins before the longest (nor before the tail, which is
+                # longer than any key).
+                fresh = len(tail)
+                first = self.open_at - base if self._track else 0
+                for last, (label, length, is_word) in keys.automaton.iter(text, first):
+                    if last < fresh:
+                        continue
+                    end = base + last + 1
+                    self._hit(
+                        read_text,
+                        base,
+                        end - length,
+                        end,
+                        label,
+                        is_word,
+                        end_of_text,
+                        findings,
+                        normalizer,
+                    )
         keep = keys.context
         if len(text) > keep:
             self._tail = text[-keep:]
@@ -598,17 +610,9 @@ class _KeyScanner:
         else:
             self._tail = text
             self._read_tail = read_text
-        state = self._state
-        if state is not None:
-            # Tracked: what stays held after the piece, from remembered steps.
-            if size <= _STEP_PIECE:
-                try:
-                    for char in piece:
-                        state = state[char]
-                except KeyError:
-                    state = self._learn(piece, text)
-            else:
-                state = self._learn(piece, text)  # a bulk read's piece: at once
+        if self._track:
+            if state is None:
+                state = self._learn(piece, text)
             self._state = state
             self.open_at = end_of_text - state.held
 
@@ -624,12 +628,18 @@ class _KeyScanner:
             return tables.state(held, len(held))
         state = self._state
         assert state is not None  # tracked
+        automaton = keys.automaton
         for char in piece:
             after = state.get(char)
             if after is None:
                 now = state.key + char
                 held = now[self._open_in(now) :]
-                after = tables.remember(state, char, held, len(held))
+                # A key ends here when one is a suffix of the held text (a key is a path of
+                # the trie, so it is never longer): such a step is not remembered (``feed``).
+                if any(automaton.exists(held[i:]) for i in range(len(held))):
+                    after = tables.state(held, len(held))
+                else:
+                    after = tables.remember(state, char, held, len(held))
             state = after
         return state
 
