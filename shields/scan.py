@@ -11,7 +11,9 @@ uses): everything before the earliest open candidate of any scanner
 (``Scanner.open_from``: normalized offsets mapped to original ones through the normalizer,
 original ones for the shields that read the original text), and never less than the fixed
 window — ``holdback`` is then an upper bound on what is held, not a constant delay. In prose
-that is the few characters that may still begin a deny-list phrase or a secret's prefix.
+that is the few characters that may still begin a deny-list phrase or a secret's prefix. A
+stream is scanned a token at a time, so the candidates are read after every token: from what
+a scanner keeps up to date as it feeds (``Scanner.track_open``: no call), or by asking it.
 """
 
 from __future__ import annotations

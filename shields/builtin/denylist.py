@@ -32,8 +32,12 @@ needs three, and short keys would hit inside any list of initials.
 Adaptive hold-back (``Scanner.open_from``): a match can only still start where the text seen
 so far ends with a prefix of some entry (a path of the automaton's trie: "... how to build a b"
 ends with "build a b"), which includes a word waiting for its right boundary. The longest such
-suffix is found from a pointer that only moves forward, by one search of a pattern of the
-entries' trie (a short list; a long one walks pyahocorasick's trie). In prose that is 0-3
+suffix is found by a search of a pattern of the entries' trie (a short list; a long one walks
+pyahocorasick's trie), remembered per held suffix and following character as a small automaton
+(``shields.open_tables``) that a tracked scanner (``Scanner.track_open``) steps a token at a
+time; such a scanner runs its Aho-Corasick automaton only from the held suffix on, and not at
+all over a piece whose every step it remembers (a step into a state where an entry ends is
+never remembered). In prose that is 0-3
 characters (the joined view reads a trailing joiner as a space: "... build." holds "build.",
 "there." nothing). Spelled-out matching adds the view's
 undecided tail (a run of single letters that may still grow) and the end of the released view
@@ -166,8 +170,8 @@ def _spaced_key(key: str) -> str:
     return "".join(c for c in key if c.isalnum())
 
 
-# ``open_from``'s remembered answers per shield: texts of at most a key's length, so a few MB at
-# most before the table is emptied.
+# ``open_from``'s remembered steps per key set (``shields.open_tables``): from held texts of at
+# most a key's length, so a few MB at most before they are forgotten.
 _OPEN_MEMO_ENTRIES = 16384
 # The longest piece whose held text is worked out a character at a time (a token's); a longer
 # one (a bulk read) is searched at once.
@@ -253,18 +257,13 @@ class _Keys:
         # A word needs one character of look-ahead to know its right boundary.
         self.max_match = longest
         self.context = longest + 1
-        # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
-        self.prefixes: frozenset[str] | None = None
-        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
-            self.prefixes = frozenset(key[:n] for key in keys for n in range(1, len(key) + 1))
-        self.first_chars = frozenset(key[0] for key in keys)
-        # The same prefixes as one pattern for the end of a text (the trie, every node of it
-        # an end): ``open_from``'s search, in C.
+        # Every prefix of every key as one pattern for the end of a text (the trie, every node
+        # of it an end): ``open_from``'s search, in C (a short list: a long one walks the trie).
         self.open_pattern: re.Pattern[str] | None = None
-        # What a piece of the view after a held key prefix leaves held (``open_tables``).
-        self.tables = OpenTables(_OPEN_MEMO_ENTRIES)
-        if self.prefixes is not None:
+        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
             self.open_pattern = re.compile(_trie_pattern(keys) + r"\Z")
+        # What a character of the view after a held key prefix leaves held (``open_tables``).
+        self.tables = OpenTables(_OPEN_MEMO_ENTRIES)
 
 
 class DenylistShield(Shield):
@@ -308,7 +307,7 @@ class DenylistShield(Shield):
         parts = [keys for keys in (self._joined, self._plain) if keys is not None]
         self._max_match = max(keys.max_match for keys in parts)
         self._template = self.finding("", 0, 0)
-        # The main key set's remembered ``open_from`` answers (bench/holdback_bench.py empties
+        # The main key set's remembered ``open_from`` steps (bench/holdback_bench.py forgets
         # them between runs) and which search it got (tests look).
         main = parts[0]
         self._memos = main.tables

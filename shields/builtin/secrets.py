@@ -35,9 +35,14 @@ position where a whole match is already there, or where the text ends with a pre
 prose that is nothing, or the last few characters ("s" may begin "secret", "-" a PEM header);
 "sk-" followed by a space or a short word is no candidate once that character is there. The
 stream guard asks after every token, and a search costs more than the rest of the scan, so
-the answers are remembered per shield by the text they depend on: the token, what was held
-before it, and whether the character before that is a word character (every decision about a
-position reads only the text from the character before it on).
+the answers are remembered per shield by what they depend on (every decision about a position
+reads only the text from the character before it on): a *key*, the text held and whether the
+character before it is a word character, and the characters that follow it — a small
+automaton (``shields.open_tables``) that a tracked scanner (``Scanner.track_open``) steps a
+token at a time. Such a scanner also takes every position before its candidate as decided
+(none starts a match, now or ever): in prose it buffers and searches nothing, where a scanner
+that does not know its candidate searches every position once ``max_match`` characters have
+followed it.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import re2
 from pydantic import Field, field_validator, model_validator
@@ -470,7 +475,7 @@ class SecretsShield(Shield):
         self._open_search: Searcher | None = None
         self._prefix_at: Searcher | None = None
         self._forming: Searcher | None = None
-        self._memos: _OpenMemos | None = None
+        self._memos: OpenTables | None = None
         self._match_at: Searcher = searcher(_compile_rules(whole), anchored=True)
         # A veto reports nothing, so nothing need be held where one may start.
         triggers = "|".join(f"(?:{rule.prefix})" for rule in rules if not rule.veto)
@@ -497,7 +502,7 @@ class SecretsShield(Shield):
                 _compile_rules(f"{forming}\\z", capture=False),
                 anchored=True,
             )
-            self._memos = _OpenMemos()
+            self._memos = OpenTables(_MEMO_ENTRIES)
         prefixes = [rule.prefix for rule in rules]
         self._triggers = searcher(
             compile_pattern(
@@ -522,51 +527,23 @@ class SecretsShield(Shield):
         return _SecretsScanner(self)
 
 
-# ``open_from`` remembers its answers for texts of up to this many characters (a token and
-# what was held before it), in at most this many entries per table and shield: a few MB at
-# most, emptied when full (an answer is a fact about the text: never stale, only unused).
+# ``open_from``'s remembered steps (``shields.open_tables``), per shield: keys (what a held
+# text's future depends on: what comes before it, then its ASCII view from the earliest place a
+# match may still start) of up to ``_STEP_TEXT`` characters, and at most ``_MEMO_ENTRIES``
+# steps, a few MB, forgotten when full (a step is a fact about text: never stale, only unused).
+# Prose holds one to three characters ("s", "to", "pas"), a near-miss a few more ("sk-learn");
+# a longer held text (a key being judged) is searched in the buffer, and a text of more than
+# ``_MEMO_TEXT`` characters since the last answer (a bulk read) too.
 _MEMO_TEXT = 48
 _MEMO_ENTRIES = 16384
-# The longest text (held text and one character) whose answer is worked out character by
-# character: prose holds one to three characters ("s", "to", "pas"), a near-miss a few more
-# ("sk-learn"); a longer one (a key being judged) is searched in the buffer.
 _STEP_TEXT = 24
-_A = TypeVar("_A")
-# What comes before a held text, as the first character of its key in the memos: a character
-# that is no word character (for ``\b``), a word character, or the start of the text.
+# What comes before a held text, as the first character of its key: a character that is no
+# word character (for ``\b``), a word character, or the start of the text.
 _AFTER_OTHER, _AFTER_WORD, _AT_START = "\x00", "\x01", "\x02"
 _CONTEXT = {_AFTER_OTHER: b" ", _AFTER_WORD: b"a", _AT_START: b""}
 _WORD_CHARS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 # The key's first character for the byte before a held text.
 _AFTER_BYTE = tuple(_AFTER_WORD if byte in _WORD_CHARS else _AFTER_OTHER for byte in range(256))
-
-
-class _OpenMemos:
-    """``open_from``'s tables, per shield. A *key* is what a held text's future depends on:
-    what comes before it (``_AFTER_OTHER``, ``_AFTER_WORD``, ``_AT_START``) then the text (its
-    ASCII view) from the earliest place a match may still start to the end of the text.
-
-    ``tables``: what a token after a key leads to (``shields.open_tables``). ``steps``: a key
-    followed by one character -> the key after it, from which a token not seen yet after a
-    key is answered a character at a time: prose has many tokens, but few held texts and
-    characters after them.
-    """
-
-    __slots__ = ("steps", "tables")
-
-    def __init__(self) -> None:
-        self.tables = OpenTables(_MEMO_ENTRIES)
-        self.steps: dict[str, str] = {}
-
-    def clear(self) -> None:
-        self.tables.clear()
-        self.steps.clear()
-
-
-def _remember(memo: dict[str, _A], key: str, answer: _A) -> None:
-    if len(memo) >= _MEMO_ENTRIES:
-        memo.clear()
-    memo[key] = answer
 
 
 # Terminal control sequences (ECMA-48 CSI: ESC "[", parameter bytes, intermediate bytes, a final
@@ -686,11 +663,11 @@ class _SecretsScanner(Scanner):
         memos = self._memos = shield._memos
         self._clear = 0
         self._seen = 0
-        # The state of the key of the text from ``_clear`` on (``_OpenMemos``); None: not
+        # The state of the key of the text from ``_clear`` on (``shields.open_tables``); None: not
         # known (the buffer is searched), or a long secret is being read.
         self._state: State | None = None
         if memos is not None:
-            self._state = memos.tables.state(_AT_START, 0)
+            self._state = memos.state(_AT_START, 0)
         self._track = False  # ``open_at`` is kept up to date (``track_open``)
         self.open_at = 0  # ``_clear``, while tracked with a known state (``_restore``)
         self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
@@ -818,11 +795,10 @@ class _SecretsScanner(Scanner):
 
     def _step(self, state: State, token: str) -> State | None:
         """The state ``token`` leads to from ``state``, worked out a character at a time
-        (``_OpenMemos``) and remembered; None when the held text grows too long for that (a
+        (``shields.open_tables``) and remembered; None when the held text grows too long for that (a
         key being judged: searched in the buffer)."""
-        memos = self._memos
-        assert memos is not None
-        tables = memos.tables
+        tables = self._memos
+        assert tables is not None
         for char in token:
             after = state.get(char)
             if after is None:
@@ -881,7 +857,7 @@ class _SecretsScanner(Scanner):
         else:
             before = _AFTER_BYTE[buf[at - 1]] if at else _AT_START
         key = before + buf[found:].decode("ascii")
-        self._state = memos.tables.state(key, len(key) - 1)
+        self._state = memos.state(key, len(key) - 1)
         return answer
 
     def _open_in(self, buf: bytes, at: int) -> int:
