@@ -32,16 +32,18 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from shields.normalize import StreamNormalizer
     from shields.spec import ShieldSpecBase
 
 __all__ = [
+    "NOTHING_OPEN",
     "Action",
     "Chunk",
     "Finding",
+    "OpenAt",
     "Role",
     "Scanner",
     "Shield",
@@ -118,6 +120,17 @@ class Chunk:
     normalizer: StreamNormalizer
 
 
+# ``open_at`` when nothing is open: larger than any offset.
+NOTHING_OPEN = 1 << 62
+
+
+class OpenAt(Protocol):
+    """What keeps an open candidate up to date as a scanner is fed (``Scanner.track_open``):
+    the scanner itself, or a part of it."""
+
+    open_at: int
+
+
 class Scanner(ABC):
     """Incremental matcher over one text (one message, or one channel of a stream)."""
 
@@ -139,6 +152,20 @@ class Scanner(ABC):
         ``max_match`` promise, and as tight as the stream guard used to be.
         """
         return end - window
+
+    def track_open(self) -> Sequence[OpenAt]:
+        """Asks the scanner to keep its open candidate up to date in every ``feed`` from now on
+        (it has not been fed yet); returns what holds it then, in ``open_at``: what
+        ``open_from`` would answer after the last feed (the smallest over them, when the
+        scanner returns several parts), or ``NOTHING_OPEN`` for the end of the text. Empty:
+        the scanner cannot, and ``open_from`` is asked instead.
+
+        The adaptive hold-back needs every scanner's open candidate after every feed of a
+        stream, a token at a time: a call per scanner and token is a measurable part of a
+        stream's cost, which a scanner that works its candidate out as it feeds (often from
+        what it just did) saves. Whole texts and the fixed window never ask: they pay nothing.
+        """
+        return ()
 
 
 class Shield(ABC):

@@ -838,6 +838,13 @@ class StreamNormalizer:
         if not run.isascii():
             wide.append((start, _non_ascii(run)))
 
+    def breakpoints(self) -> tuple[list[int], list[int]]:
+        """The offset map itself, for a caller that maps offsets once per token of a stream
+        (``shields.scan.TextScan``): from normalized index ``norm[i]`` on, an original index is
+        the normalized one plus ``delta[i]``. Both lists are kept, never replaced: read them,
+        never change them."""
+        return self._bp_norm, self._bp_delta
+
     def orig_start(self, norm_index: int) -> int:
         """Original index of the character that produced normalized character ``norm_index``.
 

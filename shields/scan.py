@@ -11,7 +11,9 @@ uses): everything before the earliest open candidate of any scanner
 (``Scanner.open_from``: normalized offsets mapped to original ones through the normalizer,
 original ones for the shields that read the original text), and never less than the fixed
 window — ``holdback`` is then an upper bound on what is held, not a constant delay. In prose
-that is the few characters that may still begin a deny-list phrase or a secret's prefix.
+that is the few characters that may still begin a deny-list phrase or a secret's prefix. A
+stream is scanned a token at a time, so the candidates are read after every token: from what
+a scanner keeps up to date as it feeds (``Scanner.track_open``: no call), or by asking it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Protocol
 
-from shields.base import Action, Chunk, Finding, Role, Scanner, Shield, StageShields
+from shields.base import (
+    Action,
+    Chunk,
+    Finding,
+    OpenAt,
+    Role,
+    Scanner,
+    Shield,
+    StageShields,
+)
 from shields.decode_scan import NOT_DECODED, DecodeShield
 from shields.normalize import IdentityNormalizer, StreamNormalizer
 
@@ -56,19 +67,24 @@ class TextScan:
     __slots__ = (
         "_adaptive",
         "_batch",
+        "_bp_delta",
+        "_bp_norm",
         "_fail_closed",
         "_fingerprint",
         "_keep",
+        "_norm_asked",
         "_norm_holdback",
-        "_norm_opens",
+        "_norm_tracked",
         "_normalizer",
         "_pending",
         "_pending_len",
+        "_raw_asked",
         "_raw_holdback",
-        "_raw_opens",
         "_raw_tail",
         "_raw_tail_start",
+        "_raw_tracked",
         "_scanners",
+        "_tracked",
         "finished",
         "safe_end",
     )
@@ -104,9 +120,15 @@ class TextScan:
         self._keep = max(holdback, plan.max_match) + 2
         self._adaptive = adaptive
         # Only the adaptive ``safe_end`` reads them: a whole text's scan skips the lookups.
-        self._raw_opens, self._norm_opens = _opens(self._scanners) if adaptive else _NO_OPENS
+        self._tracked: dict[int, Sequence[OpenAt]] = {}
+        self._raw_tracked = self._norm_tracked = _NOTHING_TRACKED
+        self._raw_asked = self._norm_asked = _NOTHING_ASKED
+        if adaptive:
+            self._track(_opens(self._scanners))
         self._fail_closed = fail_closed
         self._normalizer = IdentityNormalizer() if plan.raw_only else StreamNormalizer()
+        # The normalizer's offset map, read by the adaptive ``safe_end``.
+        self._bp_norm, self._bp_delta = self._normalizer.breakpoints()
         # With a fingerprint function, the last characters are kept so that a finding's
         # matched text can be hashed (never stored) once its end is known.
         self._fingerprint = fingerprint
@@ -155,41 +177,6 @@ class TextScan:
             threshold = normalizer.norm_len - self._norm_holdback
             safe = min(safe, normalizer.orig_start(threshold) if threshold > 0 else 0)
         return max(safe, 0)
-
-    def _open_end(self) -> int:
-        """The adaptive ``safe_end``: before every scanner's open candidate, and no further
-        back than the fixed window (``holdback`` bounds what is held)."""
-        normalizer = self._normalizer
-        orig_len = normalizer.orig_len
-        safe = orig_len
-        for open_from, window in self._raw_opens:
-            at = open_from(orig_len, window)
-            if at < safe:
-                safe = at
-        floor = orig_len - self._raw_holdback
-        if safe < floor:
-            safe = floor
-        norm_opens = self._norm_opens
-        if norm_opens:
-            norm_len = normalizer.norm_len
-            norm_open = norm_len
-            for open_from, window in norm_opens:
-                at = open_from(norm_len, window)
-                if at < norm_open:
-                    norm_open = at
-            if norm_open < norm_len:
-                floor = norm_len - self._norm_holdback
-                if norm_open < floor:
-                    norm_open = floor
-                # The original character that produced the first held normalized one:
-                # characters the normalizer dropped just before it (a zero-width space) leave,
-                # and may, since no normalized match starts on them.
-                held = normalizer.orig_start(norm_open) if norm_open > 0 else 0
-                if held < safe:
-                    safe = held
-        # Never back: what an earlier scan declared safe stays safe (and may have left).
-        previous = self.safe_end
-        return safe if safe > previous else previous
 
     def feed(self, raw: str) -> list[Finding]:
         """Takes the next piece of the text; returns the findings its scan completes.
@@ -244,7 +231,49 @@ class TextScan:
                     findings += found
         norm_len = normalizer.norm_len
         if self._adaptive:
-            self.safe_end = self._open_end()
+            # The adaptive ``safe_end``, inlined (this runs once per token of a stream): before
+            # every scanner's open candidate, and no further back than the fixed window
+            # (``holdback`` bounds what is held).
+            orig_len = normalizer.orig_len
+            safe = orig_len
+            for part in self._raw_tracked:  # a few: a loop costs less than min(map(...))
+                if part.open_at < safe:
+                    safe = part.open_at
+            for open_from, window in self._raw_asked:
+                at = open_from(orig_len, window)
+                if at < safe:
+                    safe = at
+            floor = orig_len - self._raw_holdback
+            if safe < floor:
+                safe = floor
+            norm_open = norm_len
+            for part in self._norm_tracked:
+                if part.open_at < norm_open:
+                    norm_open = part.open_at
+            for open_from, window in self._norm_asked:
+                at = open_from(norm_len, window)
+                if at < norm_open:
+                    norm_open = at
+            if norm_open < norm_len:
+                floor = norm_len - self._norm_holdback
+                if norm_open < floor:
+                    norm_open = floor
+                # The original character that produced the first held normalized one:
+                # characters the normalizer dropped just before it (a zero-width space)
+                # leave, and may, since no normalized match starts on them. Near the end of
+                # the text, after the last breakpoint, that is ``orig_start`` without its call
+                # and bisection.
+                if norm_open <= 0:
+                    held = 0
+                elif norm_open >= self._bp_norm[-1]:
+                    held = norm_open + self._bp_delta[-1]
+                else:
+                    held = normalizer.orig_start(norm_open)
+                if held < safe:
+                    safe = held
+            # Never back: what an earlier scan declared safe stays safe (and may have left).
+            if safe > self.safe_end:
+                self.safe_end = safe
         else:
             # ``_safe_end``, inlined: this runs once per scan.
             safe = normalizer.orig_len - self._raw_holdback
@@ -295,23 +324,58 @@ class TextScan:
 
     def _failed(self, shield: Shield, exc: Exception) -> list[Finding]:
         """A scanner raised: it is dropped for the rest of the text, and fails closed."""
+        failed = [sc for s, sc in self._scanners if s is shield]
         self._scanners = [(s, sc) for s, sc in self._scanners if s is not shield]
         if self._adaptive:
-            self._raw_opens, self._norm_opens = _opens(self._scanners)
+            raw = (self._raw_tracked, self._raw_asked)
+            norm = (self._norm_tracked, self._norm_asked)
+            self._track(
+                (_without(raw, failed, self._tracked), _without(norm, failed, self._tracked), {})
+            )
         return _failure(shield, exc, self._fail_closed)
 
+    def _track(self, opens: tuple[_Opens, _Opens, dict[int, Sequence[OpenAt]]]) -> None:
+        (self._raw_tracked, self._raw_asked), (self._norm_tracked, self._norm_asked), parts = opens
+        if parts:
+            self._tracked = parts
 
-_Opens = list[tuple[Callable[[int, int], int], int]]
-_NO_OPENS: tuple[_Opens, _Opens] = ([], [])  # never appended to
+
+# What keeps ``open_at`` up to date as the scanners feed (``Scanner.track_open``), and the
+# ``open_from`` of the scanners that do not with their window: looked up once per text.
+_Opens = tuple[list[OpenAt], list[tuple[Callable[[int, int], int], int]]]
+# A text's scan with nothing to read (a whole text, the fixed window): never appended to.
+_NOTHING_TRACKED: list[OpenAt] = []
+_NOTHING_ASKED: list[tuple[Callable[[int, int], int], int]] = []
 
 
-def _opens(scanners: list[tuple[Shield, Scanner]]) -> tuple[_Opens, _Opens]:
-    """Each scanner's ``open_from`` with its window, looked up once (the adaptive
-    ``safe_end`` calls them after every scan): those in original offsets, then those in
-    normalized ones."""
-    raw: _Opens = [(sc.open_from, s.max_match) for s, sc in scanners if s.matches_raw]
-    norm: _Opens = [(sc.open_from, s.max_match) for s, sc in scanners if not s.matches_raw]
-    return raw, norm
+def _opens(
+    scanners: list[tuple[Shield, Scanner]],
+) -> tuple[_Opens, _Opens, dict[int, Sequence[OpenAt]]]:
+    """What the adaptive ``safe_end`` reads after every scan: those in original offsets, those
+    in normalized ones, and what each tracked scanner (by id) returned."""
+    raw: _Opens = ([], [])
+    norm: _Opens = ([], [])
+    parts: dict[int, Sequence[OpenAt]] = {}
+    for shield, scanner in scanners:
+        tracked, asked = raw if shield.matches_raw else norm
+        found = scanner.track_open()
+        if found:
+            tracked.extend(found)
+            parts[id(scanner)] = found
+        else:
+            asked.append((scanner.open_from, shield.max_match))
+    return raw, norm, parts
+
+
+def _without(opens: _Opens, failed: list[Scanner], parts: dict[int, Sequence[OpenAt]]) -> _Opens:
+    """``opens`` without those of the ``failed`` scanners (they are no longer fed)."""
+    tracked, asked = opens
+    gone = [part for scanner in failed for part in parts.get(id(scanner), ())]
+    methods = [scanner.open_from for scanner in failed]  # bound methods: equal when the same
+    return (
+        [part for part in tracked if all(part is not other for other in gone)],
+        [(open_from, window) for open_from, window in asked if open_from not in methods],
+    )
 
 
 @dataclass(frozen=True, slots=True)

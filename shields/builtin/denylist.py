@@ -32,8 +32,12 @@ needs three, and short keys would hit inside any list of initials.
 Adaptive hold-back (``Scanner.open_from``): a match can only still start where the text seen
 so far ends with a prefix of some entry (a path of the automaton's trie: "... how to build a b"
 ends with "build a b"), which includes a word waiting for its right boundary. The longest such
-suffix is found from a pointer that only moves forward, by one search of a pattern of the
-entries' trie (a short list; a long one walks pyahocorasick's trie). In prose that is 0-3
+suffix is found by a search of a pattern of the entries' trie (a short list; a long one walks
+pyahocorasick's trie), remembered per held suffix and following character as a small automaton
+(``shields.open_tables``) that a tracked scanner (``Scanner.track_open``) steps a token at a
+time; such a scanner runs its Aho-Corasick automaton only from the held suffix on, and not at
+all over a piece whose every step it remembers (a step into a state where an entry ends is
+never remembered). In prose that is 0-3
 characters (the joined view reads a trailing joiner as a space: "... build." holds "build.",
 "there." nothing). Spelled-out matching adds the view's
 undecided tail (a run of single letters that may still grow) and the end of the released view
@@ -43,6 +47,7 @@ that begins an entry's letters.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any, Literal
 
@@ -51,7 +56,7 @@ import ahocorasick_rs
 import re2
 from pydantic import Field, model_validator
 
-from shields.base import Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.joined import (
     JOINER_CHARS,
     VIEW_BYTES,
@@ -60,6 +65,7 @@ from shields.joined import (
     relaxed_reading,
 )
 from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
+from shields.open_tables import OpenTables, State
 from shields.registry import register
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
@@ -164,9 +170,12 @@ def _spaced_key(key: str) -> str:
     return "".join(c for c in key if c.isalnum())
 
 
-# ``open_from``'s remembered answers per shield: texts of at most a key's length, so a few MB at
-# most before the table is emptied.
+# ``open_from``'s remembered steps per key set (``shields.open_tables``): from held texts of at
+# most a key's length, so a few MB at most before they are forgotten.
 _OPEN_MEMO_ENTRIES = 16384
+# The longest piece whose held text is worked out a character at a time (a token's); a longer
+# one (a bulk read) is searched at once.
+_STEP_PIECE = 16
 
 
 def _trie_pattern(keys: list[str]) -> str:
@@ -248,17 +257,13 @@ class _Keys:
         # A word needs one character of look-ahead to know its right boundary.
         self.max_match = longest
         self.context = longest + 1
-        # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
-        self.prefixes: frozenset[str] | None = None
-        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
-            self.prefixes = frozenset(key[:n] for key in keys for n in range(1, len(key) + 1))
-        self.first_chars = frozenset(key[0] for key in keys)
-        # The same prefixes as one pattern for the end of a text (the trie, every node of it
-        # an end): ``open_from``'s search, in C.
+        # Every prefix of every key as one pattern for the end of a text (the trie, every node
+        # of it an end): ``open_from``'s search, in C (a short list: a long one walks the trie).
         self.open_pattern: re.Pattern[str] | None = None
-        self.memos: dict[str, int] = {}  # open_from: held text -> where in it a key may begin
-        if self.prefixes is not None:
+        if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
             self.open_pattern = re.compile(_trie_pattern(keys) + r"\Z")
+        # What a character of the view after a held key prefix leaves held (``open_tables``).
+        self.tables = OpenTables(_OPEN_MEMO_ENTRIES)
 
 
 class DenylistShield(Shield):
@@ -302,10 +307,10 @@ class DenylistShield(Shield):
         parts = [keys for keys in (self._joined, self._plain) if keys is not None]
         self._max_match = max(keys.max_match for keys in parts)
         self._template = self.finding("", 0, 0)
-        # The main key set's remembered ``open_from`` answers (bench/perf/holdback_bench.py empties
+        # The main key set's remembered ``open_from`` steps (bench/perf/holdback_bench.py forgets
         # them between runs) and which search it got (tests look).
         main = parts[0]
-        self._memos = main.memos
+        self._memos = main.tables
         self._prefilter: Any = main.prefilter
         self._bulk: Any = main.bulk
         self._bulk_ascii = main.bulk_ascii
@@ -374,6 +379,8 @@ class _DenylistScanner(Scanner):
         "_shield",
         "_spaced",
         "_spaced_tail",
+        "_track",
+        "open_at",
     )
 
     def __init__(self, shield: DenylistShield) -> None:
@@ -384,6 +391,17 @@ class _DenylistScanner(Scanner):
         self._spaced_tail = ""
         if shield._spaced_automaton is not None:
             self._spaced = SpacedView(shield._spaced_gap)
+        self._track = False
+        self.open_at = NOTHING_OPEN
+
+    def track_open(self) -> Sequence[OpenAt]:
+        parts = [keys for keys in (self._joined, self._plain) if keys is not None]
+        for keys in parts:
+            keys.track()
+        if self._spaced is None:
+            return parts  # read as they are: nothing to publish here
+        self._track = True  # the spelled-out view's candidate joins theirs in ``open_at``
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         norm = chunk.norm
@@ -403,6 +421,13 @@ class _DenylistScanner(Scanner):
         spaced = self._spaced
         if spaced is not None:
             self._scan_spaced(spaced, spaced.feed(norm), normalizer, findings)
+        if self._track:
+            assert spaced is not None  # tracked here only then (``track_open``)
+            at = self._spaced_open(spaced)
+            for keys in (joined, plain):
+                if keys is not None and keys.open_at < at:
+                    at = keys.open_at
+            self.open_at = at
         return findings
 
     def open_from(self, end: int, window: int) -> int:
@@ -474,7 +499,17 @@ class _KeyScanner:
     view: both have the normalized text's offsets), fed in pieces. Word boundaries are read in
     the normalized text (a letter or digit is a word character: "_" and "@" are not)."""
 
-    __slots__ = ("_keys", "_open", "_pending", "_read_tail", "_shield", "_tail", "_tail_start")
+    __slots__ = (
+        "_keys",
+        "_pending",
+        "_read_tail",
+        "_shield",
+        "_state",
+        "_tail",
+        "_tail_start",
+        "_track",
+        "open_at",
+    )
 
     def __init__(self, shield: DenylistShield, keys: _Keys) -> None:
         self._shield = shield
@@ -489,8 +524,16 @@ class _KeyScanner:
         self._tail_start = 0
         # Word matches whose right boundary is the next, not yet seen, character.
         self._pending: list[tuple[int, int, str]] = []
-        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``).
-        self._open = 0
+        # Where the longest suffix of the text that is a prefix of a key starts (``open_from``;
+        # kept up to date by ``feed`` once tracked, with the table of that suffix).
+        self.open_at = 0
+        self._track = False
+        self._state: State | None = None  # that suffix's, once tracked
+
+    def track(self) -> None:
+        """Keep ``open`` up to date in every feed (``Scanner.track_open``)."""
+        self._track = True
+        self._state = self._keys.tables.state("", 0)
 
     def feed(
         self,
@@ -514,6 +557,7 @@ class _KeyScanner:
                     read_text, base, start, end, label, end_of_text, findings, normalizer
                 )
         size = len(piece)
+        state: State | None = None  # after the piece, when known from remembered steps
         if size >= keys.bulk_from:
             self._feed_bulk(
                 text, read_text, base, len(tail), end_of_text, findings, normalizer, read is None
@@ -523,24 +567,40 @@ class _KeyScanner:
                 text, read_text, base, len(tail), end_of_text, findings, normalizer
             )
         else:
-            # The tail holds the longest key: every occurrence ending in the new text is found;
-            # those ending inside the tail were reported by the previous chunk.
-            fresh = len(tail)
-            for last, (label, length, is_word) in keys.automaton.iter(text):
-                if last < fresh:
-                    continue
-                end = base + last + 1
-                self._hit(
-                    read_text,
-                    base,
-                    end - length,
-                    end,
-                    label,
-                    is_word,
-                    end_of_text,
-                    findings,
-                    normalizer,
-                )
+            if size <= _STEP_PIECE and self._state is not None:
+                # Tracked: the remembered steps through the piece. A step into a state where a
+                # key ends is never remembered (``_learn``), so when every step is known no key
+                # ends in the piece, and the automaton need not run.
+                state = self._state
+                try:
+                    for char in piece:
+                        state = state[char]
+                except KeyError:
+                    state = None
+            if state is None:
+                # The tail holds the longest key: every occurrence ending in the new text is
+                # found; those ending inside the tail were reported by the previous chunk.
+                # Once tracked, only from the open candidate: an occurrence that ends in the
+                # new text begins with a suffix of the text before it that is a path of the
+                # trie, and none begins before the longest (nor before the tail, which is
+                # longer than any key).
+                fresh = len(tail)
+                first = self.open_at - base if self._track else 0
+                for last, (label, length, is_word) in keys.automaton.iter(text, first):
+                    if last < fresh:
+                        continue
+                    end = base + last + 1
+                    self._hit(
+                        read_text,
+                        base,
+                        end - length,
+                        end,
+                        label,
+                        is_word,
+                        end_of_text,
+                        findings,
+                        normalizer,
+                    )
         keep = keys.context
         if len(text) > keep:
             self._tail = text[-keep:]
@@ -549,66 +609,75 @@ class _KeyScanner:
         else:
             self._tail = text
             self._read_tail = read_text
+        if self._track:
+            if state is None:
+                state = self._learn(piece, text)
+            self._state = state
+            self.open_at = end_of_text - state.held
+
+    def _learn(self, piece: str, text: str) -> State:
+        """The state after ``piece``, the end of ``text``, from the held text's: worked out a
+        character at a time and remembered (a long piece, a bulk read's, at once and not
+        remembered: only its end can be held)."""
+        keys = self._keys
+        tables = keys.tables
+        if len(piece) > _STEP_PIECE:
+            now = text[-keys.longest_key :]
+            held = now[self._open_in(now) :]
+            return tables.state(held, len(held))
+        state = self._state
+        assert state is not None  # tracked
+        automaton = keys.automaton
+        for char in piece:
+            after = state.get(char)
+            if after is None:
+                now = state.key + char
+                held = now[self._open_in(now) :]
+                # A key ends here when one is a suffix of the held text (a key is a path of
+                # the trie, so it is never longer): such a step is not remembered (``feed``).
+                if any(automaton.exists(held[i:]) for i in range(len(held))):
+                    after = tables.state(held, len(held))
+                else:
+                    after = tables.remember(state, char, held, len(held))
+            state = after
+        return state
+
+    def _open_in(self, text: str) -> int:
+        """Where the longest suffix of ``text`` that is a path of the trie starts (the
+        pattern looks neither behind nor at a start, so nothing before ``text`` matters)."""
+        pattern = self._keys.open_pattern
+        if pattern is None:
+            return self._open_prefix(text)
+        found = pattern.search(text)
+        return len(text) if found is None else found.start()
 
     def finish(self, normalizer: StreamNormalizer, found: list[Finding]) -> None:
         pending, self._pending = self._pending, []
         found += [self._found(label, start, end, normalizer) for start, end, label in pending]
 
     def open_from(self) -> int:
+        """``open`` worked out from the tail (a scanner not tracked: ``feed`` keeps it)."""
+        if self._track:
+            return self.open_at
         tail = self._tail
         start = self._tail_start
         end_of_text = start + len(tail)
         # The tail holds the longest key: enough for the longest suffix that can be a path.
-        keys = self._keys
-        pattern = keys.open_pattern
-        if pattern is None:
-            self._open = pos = self._open_prefix(tail, end_of_text)
-            return pos
-        # ``_open_prefix`` in one search (a short list): from the last answer on, the
-        # leftmost start of a suffix that is a path of the trie.
-        pos = self._open
-        if pos < end_of_text - keys.longest_key:
-            pos = end_of_text - keys.longest_key
+        pos = self.open_at
+        if pos < end_of_text - self._keys.longest_key:
+            pos = end_of_text - self._keys.longest_key
         if pos < start:
             pos = start
-        # The answer depends only on the text from ``pos`` on (the pattern looks neither
-        # behind nor at a start): remembered per key set, since that text is usually the
-        # token just fed, or a held key prefix and the token ("bu" + "ild").
-        held = tail[pos - start :]
-        memo = keys.memos
-        at = memo.get(held)
-        if at is None:
-            found = pattern.search(held)
-            at = len(held) if found is None else found.start()
-            if len(memo) >= _OPEN_MEMO_ENTRIES:
-                memo.clear()  # an answer is a fact about the text: never stale, only unused
-            memo[held] = at
-        self._open = pos = pos + at
+        self.open_at = pos = pos + self._open_in(tail[pos - start :])
         return pos
 
-    def _open_prefix(self, text: str, end_of_text: int) -> int:
-        """Where the longest suffix of the text (ending at ``end_of_text``) that is a path of
-        the trie starts; ``end_of_text`` when none. Only such a suffix can grow into a match,
-        and a word waiting for its boundary is one (its key is a path).
-
-        Starts are tried leftmost first from the last answer: once a start fails, no longer
-        text can make it a path again, so the pointer never goes back, and in prose it tries
-        the few characters of the new chunk.
-        """
-        keys = self._keys
-        pos = max(self._open, end_of_text - len(text), end_of_text - keys.longest_key)
-        offset = end_of_text - len(text)  # of text[0]
-        prefixes = keys.prefixes
-        if prefixes is not None:
-            firsts = keys.first_chars
-            # A start whose character begins no key is passed without building the suffix.
-            while pos < end_of_text and (
-                text[pos - offset] not in firsts or text[pos - offset :] not in prefixes
-            ):
-                pos += 1
-            return pos
-        match = keys.automaton.match  # a long list: walk the trie
-        while pos < end_of_text and not match(text[pos - offset :]):
+    def _open_prefix(self, text: str) -> int:
+        """``_open_in`` for a long list (no pattern): the leftmost start, among the last
+        ``longest_key`` characters, whose suffix is a path of pyahocorasick's trie."""
+        size = len(text)
+        pos = max(0, size - self._keys.longest_key)
+        match = self._keys.automaton.match
+        while pos < size and not match(text[pos:]):
             pos += 1
         return pos
 

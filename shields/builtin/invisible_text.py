@@ -37,13 +37,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.normalize import StreamNormalizer, non_ascii_runs
 from shields.registry import register
 from shields.spec import ShieldSpecBase
@@ -290,6 +291,8 @@ class _InvisibleScanner(Scanner):
         "_reported",
         "_shield",
         "_threshold",
+        "_track",
+        "open_at",
     )
 
     def __init__(self, shield: InvisibleTextShield) -> None:
@@ -304,6 +307,13 @@ class _InvisibleScanner(Scanner):
         self._threshold = _NO_RUN
         self._reported = False
         self._out: list[tuple[int, int, Category]] = []  # reported spans, this feed
+        self._track = False
+        # ``NOTHING_OPEN`` whenever nothing waits: the common case below leaves it as it is.
+        self.open_at = NOTHING_OPEN
+
+    def track_open(self) -> Sequence[OpenAt]:
+        self._track = True
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -314,7 +324,7 @@ class _InvisibleScanner(Scanner):
                 self._context = _OTHER  # nothing waits for this text: the common case
                 return []
             self._visible(raw[0], raw[-1])
-            return self._findings()
+            return self._tracked(self._findings())
         base = chunk.raw_start
         pos = 0
         shield = self._shield
@@ -332,7 +342,13 @@ class _InvisibleScanner(Scanner):
                 pos = end
         if pos < len(raw):
             self._visible(raw[pos], raw[-1])
-        return self._findings()
+        return self._tracked(self._findings())
+
+    def _tracked(self, found: list[Finding]) -> list[Finding]:
+        """``found``, once ``open_at`` is brought up to date (when tracked)."""
+        if self._track:
+            self.open_at = self.open_from(NOTHING_OPEN, 0)
+        return found
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         self._resolve(next_char=None)

@@ -66,12 +66,13 @@ import math
 import re
 import urllib.parse
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import Action, Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Action, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.builtin.links_tags import Tags
 from shields.builtin.regex import Searcher, compile_pattern, searcher
 from shields.normalize import StreamNormalizer
@@ -367,6 +368,13 @@ _STARTS = searcher(
 # reads them: no other character lowers to one of them), and the characters they end with.
 _PARTIAL_AT_END = re.compile(r"(?:[hH](?:[tT](?:[tT](?:[pP][sS]?)?)?)?|[wW]{1,3}|[/\\])\Z")
 _PARTIAL_ENDS = frozenset("hHtTpPsSwW/\\")
+# The last characters of a partial that another must come before ("ht", "htt", "http",
+# "https"), and which may: any other before them ends no partial.
+_PARTIAL_AFTER = {
+    **dict.fromkeys("tT", frozenset("hHtT")),
+    **dict.fromkeys("pP", frozenset("tT")),
+    **dict.fromkeys("sS", frozenset("pP")),
+}
 _TRAILING = frozenset(".,:;!?*_~'")
 # The only URLs inside a tag that wait for a click: the href of an <a> or <area> (HTML and
 # SVG). Elsewhere href is fetched at once (<link rel=stylesheet|icon|preload>, <svg><image>,
@@ -472,9 +480,11 @@ class _LinksScanner(Scanner):
         "_shield",
         "_squeezed_at",
         "_tags",
+        "_track",
         "_undecided",
         "_ws_from",
         "_ws_pos",
+        "open_at",
     )
 
     def __init__(self, shield: LinksShield) -> None:
@@ -499,6 +509,12 @@ class _LinksScanner(Scanner):
         self._ws_from = 0
         # Whether a link and an image are judged (``_checks``), for ``open_from``.
         self._judged = (self._checks(Kind.LINK), self._checks(Kind.IMAGE))
+        self._track = False
+        self.open_at = NOTHING_OPEN
+
+    def track_open(self) -> Sequence[OpenAt]:
+        self._track = True
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -509,6 +525,21 @@ class _LinksScanner(Scanner):
         self._end += len(raw)
         found = self._advance(final=False)
         self._forget()
+        if self._track:
+            # ``open_from``'s usual answer first: no URL read or waiting, and a last character
+            # that ends no partial start ("h", "ht", "htt", "http", "https", "w"..., "/").
+            last = raw[-1]
+            if (
+                self._run is None
+                and self._undecided is None
+                and (
+                    last not in _PARTIAL_ENDS
+                    or (last in _PARTIAL_AFTER and self._buf[-2:-1] not in _PARTIAL_AFTER[last])
+                )
+            ):
+                self.open_at = NOTHING_OPEN
+            else:
+                self.open_at = self.open_from(self._end, 0)
         return found
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:

@@ -35,9 +35,14 @@ position where a whole match is already there, or where the text ends with a pre
 prose that is nothing, or the last few characters ("s" may begin "secret", "-" a PEM header);
 "sk-" followed by a space or a short word is no candidate once that character is there. The
 stream guard asks after every token, and a search costs more than the rest of the scan, so
-the answers are remembered per shield by the text they depend on: the token, what was held
-before it, and whether the character before that is a word character (every decision about a
-position reads only the text from the character before it on).
+the answers are remembered per shield by what they depend on (every decision about a position
+reads only the text from the character before it on): a *key*, the text held and whether the
+character before it is a word character, and the characters that follow it — a small
+automaton (``shields.open_tables``) that a tracked scanner (``Scanner.track_open``) steps a
+token at a time. Such a scanner also takes every position before its candidate as decided
+(none starts a match, now or ever): in prose it buffers and searches nothing, where a scanner
+that does not know its candidate searches every position once ``max_match`` characters have
+followed it.
 """
 
 from __future__ import annotations
@@ -47,13 +52,14 @@ import binascii
 import functools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from shields.base import Chunk, Finding, Scanner, Shield
+from shields.base import Chunk, Finding, OpenAt, Scanner, Shield
 from shields.builtin.regex import (
     Searcher,
     Spans,
@@ -74,6 +80,7 @@ from shields.builtin.secrets_rules import (
 )
 from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
+from shields.open_tables import OpenTables, State
 from shields.registry import register
 from shields.spec import ShieldSpecBase
 
@@ -468,7 +475,7 @@ class SecretsShield(Shield):
         self._open_search: Searcher | None = None
         self._prefix_at: Searcher | None = None
         self._forming: Searcher | None = None
-        self._memos: _OpenMemos | None = None
+        self._memos: OpenTables | None = None
         self._match_at: Searcher = searcher(_compile_rules(whole), anchored=True)
         # A veto reports nothing, so nothing need be held where one may start.
         triggers = "|".join(f"(?:{rule.prefix})" for rule in rules if not rule.veto)
@@ -495,7 +502,7 @@ class SecretsShield(Shield):
                 _compile_rules(f"{forming}\\z", capture=False),
                 anchored=True,
             )
-            self._memos = _OpenMemos()
+            self._memos = OpenTables(_MEMO_ENTRIES)
         prefixes = [rule.prefix for rule in rules]
         self._triggers = searcher(
             compile_pattern(
@@ -520,46 +527,23 @@ class SecretsShield(Shield):
         return _SecretsScanner(self)
 
 
-# ``open_from`` remembers its answers for texts of up to this many characters (a token and
-# what was held before it), in at most this many entries per table and shield: a few MB at
-# most, emptied when full (an answer is a fact about the text: never stale, only unused).
+# ``open_from``'s remembered steps (``shields.open_tables``), per shield: keys (what a held
+# text's future depends on: what comes before it, then its ASCII view from the earliest place a
+# match may still start) of up to ``_STEP_TEXT`` characters, and at most ``_MEMO_ENTRIES``
+# steps, a few MB, forgotten when full (a step is a fact about text: never stale, only unused).
+# Prose holds one to three characters ("s", "to", "pas"), a near-miss a few more ("sk-learn");
+# a longer held text (a key being judged) is searched in the buffer, and a text of more than
+# ``_MEMO_TEXT`` characters since the last answer (a bulk read) too.
 _MEMO_TEXT = 48
 _MEMO_ENTRIES = 16384
-# The longest held text whose following characters are remembered: prose holds one to three
-# ("s", "to", "pas"); a longer one is searched with the token.
-_FOLLOWING_HELD = 4
-_A = TypeVar("_A")
-# Word characters (for ``\b``) as ``open_from`` reads a character: 1, or absent (0).
-_WORD = {char: 1 for char in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"}
-_WORD_BYTE = tuple(_WORD.get(chr(byte), 0) for byte in range(256))
-
-
-class _OpenMemos:
-    """``open_from``'s tables, per shield, each in two: after a word character or not.
-
-    ``answers``: a text (from where a search starts) -> where in it the open candidate is
-    (its length: none) and whether the character before that is a word character.
-    ``following``: a held text -> the characters after it known to (True) or not to (False)
-    let it still begin a match.
-    """
-
-    __slots__ = ("answers", "following")
-
-    def __init__(self) -> None:
-        self.answers: tuple[dict[str, tuple[int, int]], ...] = ({}, {})
-        self.following: tuple[dict[str, dict[str, bool]], ...] = ({}, {})
-
-    def clear(self) -> None:
-        for answers in self.answers:
-            answers.clear()
-        for following in self.following:
-            following.clear()
-
-
-def _remember(memo: dict[str, _A], key: str, answer: _A) -> None:
-    if len(memo) >= _MEMO_ENTRIES:
-        memo.clear()
-    memo[key] = answer
+_STEP_TEXT = 24
+# What comes before a held text, as the first character of its key: a character that is no
+# word character (for ``\b``), a word character, or the start of the text.
+_AFTER_OTHER, _AFTER_WORD, _AT_START = "\x00", "\x01", "\x02"
+_CONTEXT = {_AFTER_OTHER: b" ", _AFTER_WORD: b"a", _AT_START: b""}
+_WORD_CHARS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+# The key's first character for the byte before a held text.
+_AFTER_BYTE = tuple(_AFTER_WORD if byte in _WORD_CHARS else _AFTER_OTHER for byte in range(256))
 
 
 # Terminal control sequences (ECMA-48 CSI: ESC "[", parameter bytes, intermediate bytes, a final
@@ -642,12 +626,10 @@ class _SecretsScanner(Scanner):
     """
 
     __slots__ = (
-        "_before",
         "_buf",
         "_clear",
         "_csi",
         "_end",
-        "_held",
         "_memos",
         "_need",
         "_off",
@@ -656,9 +638,12 @@ class _SecretsScanner(Scanner):
         "_pos",
         "_seen",
         "_shield",
+        "_state",
         "_tail",
+        "_track",
         "_trigger_width",
         "_triggers",
+        "open_at",
     )
 
     def __init__(self, shield: SecretsShield) -> None:
@@ -674,14 +659,22 @@ class _SecretsScanner(Scanner):
         self._need = shield._max_match  # characters past _pos that make a scan worth it
         self._open_search = shield._open_search
         # ``open_from``: no match can start before ``_clear``; at its last call the text
-        # ended at ``_seen``, ``_held`` (None: not known) was the text from ``_clear`` on and
-        # ``_before`` told whether the character before it is a word character (1) or not.
-        self._memos = shield._memos
+        # ended at ``_seen``.
+        memos = self._memos = shield._memos
         self._clear = 0
         self._seen = 0
-        self._held: str | None = None
-        self._before = 0
+        # The state of the key of the text from ``_clear`` on (``shields.open_tables``); None: not
+        # known (the buffer is searched), or a long secret is being read.
+        self._state: State | None = None
+        if memos is not None:
+            self._state = memos.state(_AT_START, 0)
+        self._track = False  # ``open_at`` is kept up to date (``track_open``)
+        self.open_at = 0  # ``_clear``, while tracked with a known state (``_restore``)
         self._csi = _CSI_NONE  # where the text fed so far ends in a terminal control sequence
+
+    def track_open(self) -> Sequence[OpenAt]:
+        self._track = self._memos is not None
+        return (self,) if self._track else ()
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         raw = chunk.raw
@@ -691,9 +684,26 @@ class _SecretsScanner(Scanner):
             raw, self._csi = _mask_csi(raw, self._csi)
         end = self._end + len(raw)
         self._end = end
+        if self._track and self._state is not None:
+            # Tracked, with the held text's key known: ``open_from``'s answer from remembered
+            # steps (see there), and nothing else. Every position before the open candidate
+            # is decided (no match starts there, now or ever) and the text from it on is the
+            # key's: nothing is buffered, and nothing is searched, until a step is not known.
+            state = self._state
+            try:
+                for char in raw:
+                    state = state[char]
+            except KeyError:
+                self._restore()
+            else:
+                self._state = state
+                self.open_at = end - state.held  # ``_clear`` too, from now on (``_restore``)
+                return []
         pending = self._pending
         if end - self._pos < self._need:
             pending.append(raw)
+            if self._track:
+                self.open_at = self._open_token(end, len(raw), 0)
             return []  # no decision can be taken yet: the cheap path of a stream
         if pending:
             pending.append(raw)
@@ -712,11 +722,32 @@ class _SecretsScanner(Scanner):
                     buf = buf[pos - 1 - off :]
                     self._off = pos - 1
                 self._buf = buf
+                if self._track:
+                    self.open_at = self._open_token(end, len(raw), 0)
                 return []
         self._buf = buf
-        return self._scan(final=False)
+        found = self._scan(final=False)
+        if self._track:
+            self.open_at = self._open_token(end, len(raw), 0)
+        return found
+
+    def _restore(self) -> None:
+        """The buffer of a tracked scanner that kept none (``feed``): the text from ``_clear``
+        on, which is the key's (and, for ``\\b``, a character of the kind the key says comes
+        before it: a decision reads nothing else before a position), every position before it
+        decided."""
+        state = self._state
+        assert state is not None
+        key = state.key
+        context = _CONTEXT[key[0]]
+        self._buf = context + key[1:].encode("ascii")
+        self._clear = self._pos = clear = self.open_at
+        self._off = clear - len(context)
+        self._pending.clear()
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
+        if self._track and self._state is not None:
+            self._restore()
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
@@ -724,42 +755,37 @@ class _SecretsScanner(Scanner):
         return self._scan(final=True)
 
     def open_from(self, end: int, window: int) -> int:
+        return self._open_token(end, end - self._seen, window)
+
+    def _open_token(self, end: int, size: int, window: int) -> int:
+        """``open_from`` after the last ``size`` characters fed (a token, as a rule)."""
         if self._tail is not None:
+            self._state = None  # searched again once the long secret ends
             return self._pos  # the next piece of a long secret starts there
         # The usual call: a token more since the last one (the stream guard asks after every
-        # event). What is open after it depends only on the text held at the last call and
-        # the token, and on whether the character before them is a word character (a ``\b``;
-        # no match starts before ``_clear``). Answers are remembered by those, as strings a
-        # stream already holds: a search costs an RE2 call or more (~0.5 us, several on text
-        # RE2 has not seen), more than the rest of a stream's scan.
-        held = self._held
-        if held is None or self._pos > self._clear:
-            return self._open_general(end, window, None, 0)
-        pending = self._pending
-        token = pending[-1] if pending else None  # one feed since: the stream guard's way
-        if token is None or len(token) != end - self._seen or len(token) > _MEMO_TEXT:
-            token = self._token(end)  # a bulk read's text is searched, never remembered
-            if token is None:
-                return self._open_general(end, window, None, 0)
-        memos = self._memos
-        assert memos is not None  # with ``_held``
-        text = held + token if held else token
-        answer = memos.answers[self._before].get(text)
-        if answer is None:
-            return self._open_reduced(end, window, held, token)
-        at, self._before = answer
-        held = text[at:] if at else text
-        # A long held text (a key being judged) is left to the buffer's search.
-        self._held = held if len(held) <= _MEMO_TEXT else None
+        # event). What is open after it depends only on the key of the text held at the last
+        # call and the token (every decision about a position reads only the text from the
+        # character before it on; no match starts before ``_clear``). Answers are remembered
+        # by those, as strings a stream already holds: a search costs an RE2 call or more
+        # (~0.5 us, several on text RE2 has not seen), more than the rest of a stream's scan.
+        state = self._state
+        if state is None or self._pos > self._clear:
+            return self._open_general(end, window)
+        token = self._token(size)
+        if token is None:
+            return self._open_general(end, window)
+        state = self._step(state, token)
+        if state is None:
+            return self._open_general(end, window)
+        self._state = state
         self._seen = end
-        self._clear = clear = end - len(text) + at
+        self._clear = clear = end - state.held
         return clear
 
-    def _token(self, end: int) -> str | None:
+    def _token(self, size: int) -> str | None:
         """The text fed since the last call, if short; None when not known here."""
-        size = end - self._seen
         if size > _MEMO_TEXT:
-            return None
+            return None  # a bulk read's text: searched once, never remembered
         pending = self._pending
         if pending:
             token = pending[-1]  # one feed since the last call: the stream guard's way
@@ -767,54 +793,41 @@ class _SecretsScanner(Scanner):
         # A decision took everything into the buffer (``feed``): the token's ASCII view.
         return self._buf[len(self._buf) - size :].decode("ascii")
 
-    def _open_reduced(self, end: int, window: int, held: str, token: str) -> int:
-        """``open_from`` for a text not seen yet after what was held: the held start is first
-        tested with the token's first character, and dropped if nothing begins there any
-        more ("s " begins nothing that "s" may have begun), then the next one; what is left
-        is looked up (often the token alone), else searched. The answer is remembered for
-        the whole text as well."""
-        memos = self._memos
-        assert memos is not None
-        whole_before = before = self._before
-        whole = held + token if held else token
-        first = token[0]
-        if not first.isascii():
-            first = "?"  # as RE2 is shown it
-        while held:
-            following = memos.following[before].get(held)
-            if following is None:
-                if len(held) > _FOLLOWING_HELD:
-                    break  # searched as it is
-                following = {}
-                _remember(memos.following[before], held, following)
-            viable = following.get(first)
-            if viable is None:
-                viable = following[first] = self._begins(before, held + first)
-            if viable:
-                break
-            before = _WORD.get(held[0], 0)
-            held = held[1:]
-        text = held + token if held else token
-        dropped = len(whole) - len(text)
-        answer = memos.answers[before].get(text) if dropped else None
-        if answer is None:
-            self._clear = end - len(text)
-            clear = self._open_general(end, window, text, before)
-            if self._held is None:
-                return clear  # not remembered (see ``_open_general``)
-            answer = (len(text) - len(self._held), self._before)
-        else:
-            at, self._before = answer
-            held = text[at:] if at else text
-            self._held = held if len(held) <= _MEMO_TEXT else None
-            self._seen = end
-            self._clear = end - len(text) + at
-        _remember(memos.answers[whole_before], whole, (dropped + answer[0], self._before))
-        return self._clear
+    def _step(self, state: State, token: str) -> State | None:
+        """The state ``token`` leads to from ``state``, worked out a character at a time
+        (``shields.open_tables``) and remembered; None when the held text grows too long for that (a
+        key being judged: searched in the buffer)."""
+        tables = self._memos
+        assert tables is not None
+        for char in token:
+            after = state.get(char)
+            if after is None:
+                seen = char if char.isascii() else "?"  # as RE2 is shown it
+                after = state.get(seen)
+                if after is None:
+                    key = state.key
+                    if len(key) >= _STEP_TEXT:
+                        return None
+                    found = self._open_key(key + seen)
+                    after = tables.remember(state, seen, found, len(found) - 1)
+                if seen != char:  # the character itself leads there too, from now on
+                    tables.remember(state, char, after.key, after.held)
+            state = after
+        return state
 
-    def _open_general(self, end: int, window: int, text: str | None, before: int) -> int:
-        """``open_from`` by the buffer: a search from ``_clear``, remembered as the answer for
-        ``text`` after ``before`` when the fast path asked (else for the buffer's text)."""
+    def _open_key(self, text: str) -> str:
+        """The key after ``text`` (a key, then the text that followed it), by a search of
+        that text alone: its answer depends on nothing else."""
+        context = _CONTEXT[text[0]]
+        buf = context + text[1:].encode("ascii")
+        first = len(context)
+        at = self._open_in(buf, first)
+        if at == first:
+            return text  # a match may still start at its first character
+        return _AFTER_BYTE[buf[at - 1]] + text[1 + at - first :]
+
+    def _open_general(self, end: int, window: int) -> int:
+        """``open_from`` by the buffer: a search from ``_clear``; its key is kept when short."""
         memos = self._memos
         if memos is None:
             return end - window
@@ -828,73 +841,54 @@ class _SecretsScanner(Scanner):
         clear = self._clear
         if clear < self._pos:
             clear = self._pos
-            text = None
         buf, off = self._buf, self._off
-        answer = self._open_search_from(clear)
         at = clear - off
+        found = self._open_in(buf, at)
         self._seen = end
-        if at < 1 or end - clear > _MEMO_TEXT:
-            self._held = None  # the text's first character, or a long text: not remembered
+        self._clear = answer = off + found
+        if end - answer > _MEMO_TEXT or (at == 0 and off):
+            # A long held text (a key being judged), or one whose character before is not
+            # known (the buffer keeps the character before the first undecided position, so
+            # ``at`` is 0 only at the start of the text): searched again next time.
+            self._state = None
             return answer
-        # What the answer depends on: the text from where the search started and whether the
-        # character before it is a word character.
-        if text is None:
-            before = _WORD_BYTE[buf[at - 1]]
-            text = buf[at:].decode("ascii")
-        held = answer - clear
-        self._before = _WORD_BYTE[buf[answer - off - 1]] if held else before
-        _remember(memos.answers[before], text, (held, self._before))
-        self._held = text[held:] if held else text
+        if found > at:
+            before = _AFTER_BYTE[buf[found - 1]]
+        else:
+            before = _AFTER_BYTE[buf[at - 1]] if at else _AT_START
+        key = before + buf[found:].decode("ascii")
+        self._state = memos.state(key, len(key) - 1)
         return answer
 
-    def _begins(self, before: int, text: str) -> bool:
-        """Whether a match, or a prefix of one, starts at the start of ``text`` (preceded by a
-        word character or not, ``before``): if not, no text after it can make one start
-        there."""
+    def _open_in(self, buf: bytes, at: int) -> int:
+        """Where in ``buf`` (the text to its end) a match may still start, from ``at`` on
+        (``len(buf)``: nowhere); ``buf[at - 1]``, if any, is the character before ``at``."""
         search = self._open_search
         assert search is not None
-        context = (b"a" if before else b" ") + text.encode("ascii", "replace")
-        return bool(search(context, 1, len(context))[0][0] == 1)
-
-    def _open_search_from(self, clear: int) -> int:
-        """``open_from`` by searching the buffer from ``clear`` on; sets ``_clear`` to it."""
-        search = self._open_search
-        assert search is not None
-        buf, off = self._buf, self._off
         size = len(buf)
-        start = search(buf, clear - off, size)[0][0]
+        start = search(buf, at, size)[0][0]
         if start < 0:  # the usual case: no prefix begins in the new text
-            self._clear = off + size
-            return off + size
-        self._clear = off + start
+            return size
         prefix_at = self._shield._prefix_at
         assert prefix_at is not None  # built with _open_search
         if prefix_at(buf, start, size)[0][0] < 0:
-            return off + start  # the beginning of a prefix, at the end of the text
-        return self._open_at(start)
-
-    def _open_at(self, start: int) -> int:
-        """``open_from`` from a place where a rule's prefix is."""
-        buf, off = self._buf, self._off
-        size = len(buf)
+            return start  # the beginning of a prefix, at the end of the text
         shield = self._shield
         forming = shield._forming
-        assert forming is not None and self._open_search is not None
+        assert forming is not None
         while True:
-            self._clear = off + start
             if forming(buf, start, size)[0][0] != -1:
-                return off + start  # a match may still form or grow there
+                return start  # a match may still form or grow there
             # Every match at ``start`` ends before the text does: the decision the scanner
             # will take there once it gets to it (``_take``) can be taken now, and a match
             # it will reject ("AKIAEXAMPLE...", "API_TOKEN=...") holds nothing.
             match = shield._match_at(buf, start, size)
-            if match[0][0] != -1 and self._accepts(match) is not None:
-                return off + start
+            if match[0][0] != -1 and self._match(buf, match[0][0], size) is not None:
+                return start
             # A prefix and no match ("sk-learn"), or one it will reject: on to the next.
-            start = self._open_search(buf, start + 1, size)[0][0]
+            start = search(buf, start + 1, size)[0][0]
             if start < 0:
-                self._clear = off + size
-                return off + size
+                return size
 
     def _scan(self, *, final: bool) -> list[Finding]:
         found = self._decide(final)
@@ -947,22 +941,22 @@ class _SecretsScanner(Scanner):
             # Every match starts with a trigger, so a match at this one or none: an unanchored
             # search from here would run on to the next match, however far (a common word that
             # begins a key, "key" or "api", is a trigger that rarely starts a match).
-            matched = self._match(trigger, size)
+            matched = self._match(buf, trigger, size)
             if matched is None:
                 self._pos = first + 1
                 continue
             self._pos = self._take(*matched, found)
         return found
 
-    def _match(self, at: int, size: int) -> tuple[_Compiled, Spans] | None:
-        """The first listed rule that matches at ``at`` in ``_buf`` and accepts its match
-        there, and the spans of its own pattern; None when there is none.
+    def _match(self, buf: bytes, at: int, size: int) -> tuple[_Compiled, Spans] | None:
+        """The first listed rule that matches at ``at`` in ``buf`` (``_buf``, or a held text
+        judged alone by ``open_from``) and accepts its match there, and the spans of its own
+        pattern; None when there is none.
 
         Every rule that matches at a place is judged, in table order, not only the first:
         ``_auth = ...`` that is no base64 blob is still a token key's value.
         """
         shield = self._shield
-        buf = self._buf
         if shield._any_at(buf, at, size)[0][0] == -1:
             return None  # the usual answer at a trigger in prose
         # No match is as wide as max_match, so the set never sees the cut end of the context.
@@ -972,7 +966,7 @@ class _SecretsScanner(Scanner):
             rule = shield._rules[index]
             spans = rule.own(buf, at, size)
             secret_start, secret_end = spans[1] if rule.secret_group is not None else spans[0]
-            if self._judge(rule, at, secret_start, secret_end):
+            if self._judge(buf, rule, at, secret_start, secret_end):
                 return rule, spans
         return None
 
@@ -989,17 +983,12 @@ class _SecretsScanner(Scanner):
             self._tail = rule
         return off + end
 
-    def _accepts(self, match: Spans) -> _Compiled | None:
-        """The rule that takes a match where ``match`` (of the combined pattern, in ``_buf``)
-        starts, if one does (``_match``)."""
-        taken = self._match(match[0][0], len(self._buf))
-        return None if taken is None else taken[0]
-
-    def _judge(self, rule: _Compiled, start: int, secret_start: int, secret_end: int) -> bool:
+    def _judge(
+        self, buf: bytes, rule: _Compiled, start: int, secret_start: int, secret_end: int
+    ) -> bool:
         """Whether ``rule`` takes its match from ``start`` (the secret from ``secret_start`` to
-        ``secret_end``; offsets in ``_buf``) for a secret."""
+        ``secret_end``; offsets in ``buf``) for a secret."""
         shield = self._shield
-        buf = self._buf
         if (
             rule.not_followed_by
             and secret_end < len(buf)

@@ -363,7 +363,7 @@ def test_secrets_remembered_answers_are_what_a_search_finds(text: str, sizes: li
     searched = TextScan((SECRETS_SEARCHED,), holdback=DEFAULT.holdback, adaptive=True)
     scanner = searched._scanners[0][1]
     for piece in chunked(text, sizes):
-        scanner._held = None  # type: ignore[attr-defined]  # nothing remembered: a search
+        scanner._state = None  # type: ignore[attr-defined]  # nothing remembered: a search
         assert sorted(map(key, remembered.feed(piece))) == sorted(map(key, searched.feed(piece)))
         assert remembered.safe_end == searched.safe_end, (text, piece)
 
@@ -562,3 +562,49 @@ output:
     text = "the river runs by the old mill and the village sleeps. " * 6
     scan.feed(text)
     assert scan.safe_end == len(text) - injection.max_match
+
+
+def test_a_tracked_scanner_that_fails_no_longer_holds_the_text() -> None:
+    """A scanner that keeps its candidate as it feeds (``Scanner.track_open``) and then
+    raises is dropped (fail closed): what it held is no longer held for it, and the other
+    scanners' candidates still are."""
+    deny = next(s for s in DENY.output_shields if s.type_name == "denylist")
+
+    class Breaks(type(deny)):  # type: ignore[misc]
+        def scanner(self):  # type: ignore[no-untyped-def]
+            scanner = super().scanner()
+            feed = scanner.feed
+
+            def feed_once(chunk):  # type: ignore[no-untyped-def]
+                if chunk.raw_start:
+                    raise RuntimeError("boom")
+                return feed(chunk)
+
+            scanner.feed = feed_once
+            return scanner
+
+    shields = (Breaks(deny.spec), SECRETS)
+    scan = TextScan(shields, holdback=DEFAULT.holdback, adaptive=True)
+    assert scan.feed("how to build a b") == []
+    assert scan.safe_end == len("how to ")  # "build a b" may still become "build a bomb"
+    found = scan.feed("x, and ")
+    assert [(f.shield_id, f.label) for f in found] == [(deny.id, "shield_error")]
+    # Only the secrets shield is left, and nothing it reads is open after ", and ".
+    assert scan.safe_end == len("how to build a bx, and ")
+
+
+@pytest.mark.parametrize("sizes", [[1], [2], [3], [5], [2, 7]])
+def test_the_deny_list_finds_an_entry_whose_steps_it_remembers(sizes: list[int]) -> None:
+    """Tracked, the deny list runs its automaton over a piece only when a step through it is
+    not remembered, and a step into a state where an entry ends never is: an entry is found
+    however often the text before it, and the beginning of it, were seen before."""
+    text = "we build a bomber and sarin. we build a bomb, and sarin"
+    whole = sorted(
+        map(key, scan_steps(DENY.output_shields, DENY.holdback, [text], adaptive=False)[0])
+    )
+    assert len(whole) == 5  # build a bomb (twice), bomber, sarin (twice)
+    for _ in range(3):  # the shield remembers more steps every time
+        found, _, _ = scan_steps(
+            DENY.output_shields, DENY.holdback, chunked(text, sizes), adaptive=True
+        )
+        assert sorted(map(key, found)) == whole
