@@ -61,6 +61,7 @@ from shields.joined import (
 )
 from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
 from shields.registry import register
+from shields.screen import WholeText
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
 
@@ -248,6 +249,16 @@ class _Keys:
         # A word needs one character of look-ahead to know its right boundary.
         self.max_match = longest
         self.context = longest + 1
+        # Whether any key occurs in a whole text at all (``DenylistShield.screen``): the bulk
+        # automaton of a long list, a small one of the same keys for a short list.
+        self.any_ascii = all(key.isascii() for key in keys)
+        self.any_of: Any = self.bulk
+        if self.any_of is None:
+            self.any_of = (
+                ahocorasick_rs.BytesAhoCorasick([key.encode("ascii") for key in keys])
+                if self.any_ascii
+                else ahocorasick_rs.AhoCorasick(keys)
+            )
         # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
         self.prefixes: frozenset[str] | None = None
         if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
@@ -362,6 +373,34 @@ class DenylistShield(Shield):
 
     def scanner(self) -> Scanner:
         return _DenylistScanner(self)
+
+    def screen(self, text: WholeText) -> bool:
+        # Every finding is a key found in the view its key set reads (the joined view or the
+        # normalized text), text under a bidi override, or a spelled-out entry: a text with
+        # none of the three holds nothing. Keys are searched for in the views themselves.
+        if self._spaced_automaton is not None:
+            return True
+        norm, normalizer = text.normalized()
+        if normalizer.overridden:
+            return True
+        joined, plain = self._joined, self._plain
+        view: bytes | None = None
+        if joined is not None:
+            if joined.any_ascii:
+                view = normalizer.ascii_view(norm)
+                if joined.any_of.find_matches_as_indexes(view.translate(VIEW_BYTES)):
+                    return True
+            elif joined.any_of.find_matches_as_indexes(joined_view(norm)):
+                return True
+        if plain is not None:
+            if plain.any_ascii:
+                if view is None:
+                    view = normalizer.ascii_view(norm)
+                if plain.any_of.find_matches_as_indexes(view):
+                    return True
+            elif plain.any_of.find_matches_as_indexes(norm):
+                return True
+        return False
 
 
 class _DenylistScanner(Scanner):

@@ -46,6 +46,7 @@ from pydantic import Field, field_validator, model_validator
 from shields.base import Chunk, Finding, Scanner, Shield
 from shields.normalize import StreamNormalizer, non_ascii_runs
 from shields.registry import register
+from shields.screen import WholeText
 from shields.spec import ShieldSpecBase
 
 __all__ = [
@@ -262,6 +263,10 @@ class InvisibleTextShield(Shield):
 
     def scanner(self) -> Scanner:
         return _InvisibleScanner(self)
+
+    def screen(self, text: WholeText) -> bool:
+        # No invisible character is ASCII: a scanner fed an ASCII text reports nothing.
+        return not text.raw.isascii()
 
 
 def _spans(regex: Any, text: str) -> list[tuple[int, int]]:
