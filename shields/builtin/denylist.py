@@ -52,6 +52,7 @@ import re2
 from pydantic import Field, model_validator
 
 from shields.base import Chunk, Finding, Scanner, Shield
+from shields.builtin.regex import Searcher, compile_pattern, searcher
 from shields.joined import (
     JOINER_CHARS,
     VIEW_BYTES,
@@ -59,7 +60,13 @@ from shields.joined import (
     joiners_as_spaces,
     relaxed_reading,
 )
-from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
+from shields.normalize import (
+    OVERRIDE_LABEL,
+    StreamNormalizer,
+    ascii_bytes,
+    fold_ascii,
+    normalize,
+)
 from shields.registry import register
 from shields.screen import WholeText
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
@@ -259,6 +266,14 @@ class _Keys:
                 if self.any_ascii
                 else ahocorasick_rs.AhoCorasick(keys)
             )
+        # Whether a key may occur in the view of an ASCII text, searched in its folded bytes
+        # before their runs of spaces are collapsed (``DenylistShield.screen``): each space of
+        # a key matches a run of them. A short list of ASCII keys only (an RE2 alternation).
+        self.folded_any: Searcher | None = None
+        if self.prefilter is not None and self.any_ascii:
+            spaced = ["(?: +)".join(map(re2.escape, key.split(" "))) for key in keys]
+            pattern = compile_pattern("|".join(spaced), case_sensitive=True, capture=False)
+            self.folded_any = searcher(pattern)
         # Every prefix of every key, for ``open_from`` (a short list: a long one walks the trie).
         self.prefixes: frozenset[str] | None = None
         if sum(map(len, keys)) <= _PREFILTER_MAX_CHARS:
@@ -380,6 +395,10 @@ class DenylistShield(Shield):
         # none of the three holds nothing. Keys are searched for in the views themselves.
         if self._spaced_automaton is not None:
             return True
+        if text.raw.isascii():
+            found = self._folded_screen(text.ascii)
+            if found is not None:
+                return found
         norm, normalizer = text.normalized()
         if normalizer.overridden:
             return True
@@ -399,6 +418,31 @@ class DenylistShield(Shield):
                 if plain.any_of.find_matches_as_indexes(view):
                     return True
             elif plain.any_of.find_matches_as_indexes(norm):
+                return True
+        return False
+
+    def _folded_screen(self, raw: bytes) -> bool | None:
+        """``screen`` for an ASCII text (``raw``, its bytes) without normalizing it: its view is
+        its folded bytes with runs of spaces collapsed (``fold_ascii``), so a key found in the
+        view is found in the folded bytes with a run of spaces for each of its spaces (and in
+        their joined view, for the joined keys). None when that does not hold (a control
+        character, dropped from the view) or a key set has no such search (a long list)."""
+        joined, plain = self._joined, self._plain
+        if (joined is not None and joined.folded_any is None) or (
+            plain is not None and plain.folded_any is None
+        ):
+            return None
+        folded = fold_ascii(raw)
+        if b"\x00" in folded:
+            return None
+        size = len(folded)
+        if joined is not None:
+            assert joined.folded_any is not None
+            if joined.folded_any(folded.translate(VIEW_BYTES), 0, size)[0][0] >= 0:
+                return True
+        if plain is not None:
+            assert plain.folded_any is not None
+            if plain.folded_any(folded, 0, size)[0][0] >= 0:
                 return True
         return False
 

@@ -97,6 +97,12 @@ PIECES = [
     "ｂｏｍｂ",
     "bоmb",  # a Cyrillic "о"
     "b\u200bomb",
+    "build\ta\r\nbomb",
+    "MAKE\x0bNAPALM",
+    "make\x00napalm",
+    "bo\x01mb",
+    "make \x1f napalm",
+    "buil\x7fd a bomb",
     # URLs and where they start
     "https://attacker.example/p.png?q=data",
     "http:",
