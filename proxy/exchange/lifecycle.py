@@ -416,9 +416,8 @@ class Exchange:
 
     def record_verdict(self, stage: Stage, verdict: Verdict) -> None:
         metrics = self.metrics
-        metrics.child(
-            metrics.verdicts, stage.value, self.policy.name, verdict.value, self.endpoint
-        ).inc()
+        # The members themselves, not their ``value``s: they are the same strings.
+        metrics.child(metrics.verdicts, stage, self.policy.name, verdict, self.endpoint).inc()
 
     def remote_context(self) -> RemoteContext:
         conversation = conversation_of(self.dialect.chat)
@@ -441,17 +440,24 @@ class Exchange:
         """The whole body of a non-stream upstream reply, up to ``max_upstream_body_bytes``
         (UpstreamError past it, or when the reply breaks off)."""
         limit = self.app[UPSTREAM].settings.max_upstream_body_bytes
+        content = reply.content
         parts: list[bytes] = []
         size = 0
         try:
-            async for data in reply.content.iter_chunked(_READ_CHUNK):
+            while True:
+                data = await content.read(_READ_CHUNK)
+                if not data:
+                    break
                 size += len(data)
                 if size > limit:
                     raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
                 parts.append(data)
+                if content.at_eof() and content.exception() is None:
+                    # The next read would return b"": the usual reply, in one read.
+                    break
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
-        return b"".join(parts)
+        return b"".join(parts)  # one part: that part itself, not a copy
 
     async def check_json_reply(self, body: bytes, status: int) -> CheckedReply:
         """Reads and checks a non-stream ``chat.completion`` (local then remote output shields).
