@@ -22,7 +22,8 @@ and only when a screen asks (``WholeText``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from shields.base import Role, Shield, StageShields
 from shields.normalize import StreamNormalizer
@@ -77,6 +78,22 @@ def _screens(cls: type[Shield]) -> bool:
     return known
 
 
+_Screen = Callable[[WholeText], bool]
+
+
+@lru_cache(maxsize=256)
+def _plan(
+    shields: tuple[Shield, ...], role: Role | None
+) -> tuple[tuple[Shield, _Screen | None], ...]:
+    """The shields that apply to ``role``, each with its screen (None: always scanned),
+    worked out once per stage and role (a stage's shields are immutable)."""
+    return tuple(
+        (shield, shield.screen if _screens(type(shield)) else None)
+        for shield in shields
+        if shield.applies_to(role)
+    )
+
+
 def screened(shields: Sequence[Shield], text: str, role: Role | None) -> Sequence[Shield]:
     """The shields of ``shields`` that apply to ``role`` and may find something in the whole
     ``text``, in their order: ``shields`` itself when none can be left out.
@@ -89,20 +106,18 @@ def screened(shields: Sequence[Shield], text: str, role: Role | None) -> Sequenc
     """
     if not shields or (isinstance(shields, StageShields) and shields.decode):
         return shields
+    # A plain tuple as the key: a stage that decodes compares equal to one of the same shields.
+    plan = _plan(tuple(shields), role)
     whole = WholeText(text)
     kept: list[Shield] = []
-    for shield in shields:
-        if not shield.applies_to(role):
-            continue  # a scan leaves it out all the same
-        if not _screens(type(shield)):
-            kept.append(shield)
-            continue
-        try:
-            may_find = shield.screen(whole)
-        except Exception:
-            may_find = True
-        if may_find:
-            kept.append(shield)
+    for shield, screen in plan:
+        if screen is not None:
+            try:
+                if not screen(whole):
+                    continue
+            except Exception:
+                pass  # kept: its scan says what it finds, or fails closed
+        kept.append(shield)
     if len(kept) == len(shields):
         return shields
     # A tuple: a scan works out what it needs of a tuple of shields once (``shields.scan``).

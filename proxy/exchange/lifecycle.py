@@ -52,7 +52,7 @@ from proxy.exchange.refusal import StreamContext
 from proxy.exchange.remote_checks import check_input_remote, check_reply_remote
 from proxy.exchange.reply_check import check_error_body, check_reply, reported_error
 from proxy.ops.metrics import Metrics
-from proxy.serving.off_loop import check_on_loop, off_loop_unless, scan_on_loop
+from proxy.serving.off_loop import check_on_loop, scan_on_loop
 from proxy.state import (
     INPUT_CACHE,
     METRICS,
@@ -331,7 +331,10 @@ class Exchange:
             pending = begin_input_check(
                 policy, chat, fingerprint=self.fingerprint, cache=cache, partition=caller
             )
-            checked = await off_loop_unless(scan_on_loop(size, pending.to_scan), pending.finish)
+            if scan_on_loop(size, pending.to_scan):
+                checked = pending.finish()
+            else:
+                checked = await asyncio.to_thread(pending.finish)
         else:
             checked = await asyncio.to_thread(
                 check_input_texts,
