@@ -13,14 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
-from proxy.clients.auth import KEYS, auth_middleware, presents_valid_key
+from proxy.clients.auth import KEYS, presents_valid_key
 from proxy.clients.keys import KeySource
 from proxy.endpoints.chat import chat_completions
 from proxy.endpoints.completions import create_completion
@@ -28,14 +26,7 @@ from proxy.endpoints.embeddings import create_embeddings
 from proxy.endpoints.messages import count_tokens, create_message
 from proxy.endpoints.models import list_models
 from proxy.endpoints.responses import create_response, delete_response, retrieve_response
-from proxy.errors import (
-    Handler,
-    UpstreamError,
-    UpstreamTimeout,
-    anthropic_errors,
-    error_middleware,
-    json_response,
-)
+from proxy.errors import json_response
 from proxy.mcp.pins import PinSource
 from proxy.ops.audit import AuditTrail
 from proxy.ops.logs import redact_aiohttp_logs
@@ -43,20 +34,15 @@ from proxy.ops.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from proxy.ops.metrics import Metrics
 from proxy.ops.policy_source import Companion, PolicySource
 from proxy.serving.connection import expect_continue
+from proxy.serving.middleware import front_middleware
 from proxy.serving.readiness import UpstreamProbe, readiness
-from proxy.serving.request_context import (
-    REQUEST_ID_HEADER,
-    noted_verdict,
-    request_id_middleware,
-    request_id_of,
-)
+from proxy.serving.request_context import REQUEST_ID_HEADER, request_id_of
 from proxy.settings import Settings
 from proxy.state import (
     AUDIT,
     INPUT_CACHE,
     MCP_PINS,
     METRICS,
-    MODEL,
     POLICY,
     POLICY_HASH_HEADER,
     POLICY_HEADER,
@@ -68,10 +54,9 @@ from proxy.state import (
     UPSTREAM_PROBE,
     StreamSlots,
     policy_for,
-    tenant_of,
 )
 from proxy.store.responses import open_response_store
-from proxy.upstream.client import LoggedFailure, Upstream
+from proxy.upstream.client import Upstream
 from proxy.upstream.remote_backends import HttpBackends
 from shields.normalize import load_confusables
 from shields.openai.input_cache import InputCache
@@ -81,23 +66,6 @@ from shields.routing import PolicySet
 __all__ = ["create_app"]
 
 log = logging.getLogger("shieldgate.app")
-access_log = logging.getLogger("shieldgate.access")
-
-# Routes whose requests the shields judge: their access-log line carries a verdict.
-_GUARDED = frozenset(
-    {
-        "/v1/chat/completions",
-        "/v1/responses",
-        "/v1/embeddings",
-        "/v1/messages",
-        "/v1/completions",
-    }
-)
-# The access log's status for a request whose handler was cancelled (the client left, or the
-# shutdown grace ran out): nginx's "client closed request".
-_CANCELLED = 499
-# An access log must not copy kilobytes of whatever path a client sent.
-_MAX_LOGGED_PATH = 256
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -158,98 +126,6 @@ async def _audit_trail(app: web.Application) -> AsyncIterator[None]:
     app[AUDIT].close()  # drains what is queued for the file
 
 
-def _observe(metrics_: Metrics, access: bool) -> Any:
-    """Counts every request and, with ``access``, logs one line for it once its handler is
-    done — for a stream that is when the stream has ended, so the duration is the whole
-    stream's."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        # Asked once per request: nothing below is built for a line that is not kept.
-        logged = access and access_log.isEnabledFor(logging.INFO)
-        started = time.perf_counter()
-        try:
-            response = await handler(request)
-        except asyncio.CancelledError:
-            if logged:
-                streamed = request.writer.output_size > 0
-                _log_access(request, _CANCELLED, started, streamed=streamed)
-            raise
-        route = request.match_info.route.resource
-        canonical = route.canonical if route is not None else "unmatched"
-        policy = policy_for(request).name
-        metrics_.child(
-            metrics_.requests,
-            canonical,
-            str(response.status),
-            policy,
-            tenant_of(request),
-            metrics_.model_label(request.get(MODEL)),
-        ).inc()
-        if logged:
-            # A response the handler prepared itself was streamed; any other is sent after
-            # this middleware returns, in one piece.
-            _log_access(request, response.status, started, streamed=response.prepared)
-        return response
-
-    return middleware
-
-
-def _log_access(request: web.Request, status: int, started: float, *, streamed: bool) -> None:
-    """One line per request: what was asked, how it ended, under which policy, with which
-    verdict — never a header's value, a query string or a body."""
-    duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    route = request.match_info.route.resource
-    guarded = route is not None and route.canonical in _GUARDED and request.method == "POST"
-    verdict = noted_verdict(request)
-    if verdict is not None:
-        shown = verdict.value
-    elif guarded:
-        # No shield acted: allowed, unless the request failed before any answer came back.
-        shown = "allow" if status < 400 else "error"
-    else:
-        shown = "-"  # a route the shields do not judge (models, probes, metrics, 404s)
-    path = request.rel_url.raw_path[:_MAX_LOGGED_PATH]
-    request_id = request_id_of(request)
-    policy = policy_for(request).name
-    access_log.info(
-        "%s %s %d %.1fms policy=%s verdict=%s stream=%s (request %s)",
-        request.method,
-        path,
-        status,
-        duration_ms,
-        policy,
-        shown,
-        "true" if streamed else "false",
-        request_id,
-        extra={
-            "method": request.method,
-            "path": path,
-            "status": status,
-            "duration_ms": duration_ms,
-            "policy": policy,
-            "tenant": tenant_of(request),
-            "verdict": shown,
-            "stream": streamed,
-            "request_id": request_id,
-        },
-    )
-
-
-@web.middleware
-async def _log_upstream_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Upstream failures found after the upstream answered (a reply that breaks off, cannot
-    be read or is too large; the request's time limit) get their warning here; the upstream
-    client has logged its own (connection errors, timeouts, bad HTTP) already."""
-    try:
-        return await handler(request)
-    except UpstreamError as exc:
-        if not isinstance(exc, LoggedFailure):
-            upstream = request.app[UPSTREAM]
-            upstream.log_failure("timeout" if isinstance(exc, UpstreamTimeout) else "invalid_reply")
-        raise
-
-
 async def _policy_header(request: web.Request, response: web.StreamResponse) -> None:
     policy = policy_for(request)
     response.headers[POLICY_HEADER] = policy.name
@@ -272,18 +148,12 @@ def create_app(settings: Settings, policy: CompiledPolicy | PolicySet) -> web.Ap
     policies = PolicySet.single(policy) if isinstance(policy, CompiledPolicy) else policy
     keys = KeySource(settings.keys_file, policies) if settings.keys_file else None
     pins = PinSource(settings.mcp_pins_file) if settings.mcp_pins_file else None
-    middlewares = [
-        request_id_middleware,
-        _observe(metrics_, settings.access_log),
-        # Outside the error middleware: it reshapes the errors that one renders.
-        anthropic_errors,
-        error_middleware(settings.max_body_bytes),
-        _log_upstream_errors,
-    ]
-    if keys is not None:
-        # Before any handler: before the body is even read.
-        middlewares.append(auth_middleware(metrics_, keys))
-    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
+    # Request ids, metrics and access log, errors in OpenAI's (or Anthropic's) shape and, with
+    # a keys file, the client's key checked before any handler reads the body.
+    middleware = front_middleware(
+        metrics_, access=settings.access_log, max_body_bytes=settings.max_body_bytes, keys=keys
+    )
+    app = web.Application(middlewares=[middleware], client_max_size=settings.max_body_bytes)
     app[SETTINGS] = settings
     app[METRICS] = metrics_
     app[STREAM_SLOTS] = StreamSlots(settings.max_concurrent_streams)

@@ -34,11 +34,13 @@ __all__ = [
     "UndecodableBody",
     "UpstreamError",
     "UpstreamTimeout",
+    "anthropic_answer",
     "anthropic_error_body",
     "anthropic_error_type",
     "anthropic_errors",
     "anthropic_path",
     "bad_request",
+    "error_answer",
     "error_body",
     "error_middleware",
     "json_response",
@@ -248,36 +250,47 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def error_middleware(max_body_bytes: int) -> Any:
-    """Renders ProxyError, aiohttp's HTTP errors and bugs as OpenAI error JSON."""
+    """Renders ProxyError, aiohttp's HTTP errors and bugs as OpenAI error JSON
+    (``error_answer``). The proxy's own app runs it within its one middleware
+    (``proxy.serving.middleware``)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             return await handler(request)
-        except ProxyError as exc:
-            if (started := _started(request)) is not None:
-                return _abort(request, started, exc)
-            return exc.response()
-        except web.HTTPException as exc:
-            if (started := _started(request)) is not None:
-                return _abort(request, started, exc)
-            if exc.status not in _HTTP_ERRORS:
-                raise
-            kind, code, template = _HTTP_ERRORS[exc.status]
-            message = template.format(
-                path=request.path, method=request.method, limit=max_body_bytes
-            )
-            return json_response(error_body(message, type=kind, code=code), status=exc.status)
         except Exception as exc:
-            if (started := _started(request)) is not None:
-                return _abort(request, started, exc)
-            log.exception("unhandled error on %s %s", request.method, request.path)
-            body = error_body(
-                "Internal error in shieldgate", type="server_error", code="internal_error"
-            )
-            return json_response(body, status=500)
+            return error_answer(request, exc, max_body_bytes)
 
     return middleware
+
+
+def error_answer(request: web.Request, exc: Exception, max_body_bytes: int) -> web.StreamResponse:
+    """The answer to an exception a handler raised: a ProxyError's own response, aiohttp's
+    404/405/413 in OpenAI's shape, a 500 for anything else (logged); once a response has
+    started, the connection aborted instead (``_abort``). Any other aiohttp HTTP exception
+    (a status without an OpenAI-shaped answer here) is raised again, for aiohttp to send."""
+    if isinstance(exc, ProxyError):
+        if (started := _started(request)) is not None:
+            return _abort(request, started, exc)
+        return exc.response()
+    if isinstance(exc, web.HTTPException):
+        if (started := _started(request)) is not None:
+            return _abort(request, started, exc)
+        if exc.status not in _HTTP_ERRORS:
+            raise exc
+        kind, code, template = _HTTP_ERRORS[exc.status]
+        message = template.format(path=request.path, method=request.method, limit=max_body_bytes)
+        return json_response(error_body(message, type=kind, code=code), status=exc.status)
+    if (started := _started(request)) is not None:
+        return _abort(request, started, exc)
+    log.error(
+        "unhandled error on %s %s",
+        request.method,
+        request.path,
+        exc_info=(type(exc), exc, exc.__traceback__),
+    )
+    body = error_body("Internal error in shieldgate", type="server_error", code="internal_error")
+    return json_response(body, status=500)
 
 
 # The Anthropic Messages surface: its clients are Anthropic SDKs, which read errors in Anthropic's
@@ -322,8 +335,16 @@ async def anthropic_errors(request: web.Request, handler: Handler) -> web.Stream
     error middleware's (``ProxyError`` and aiohttp's 404/405/413), the auth middleware's 401,
     the exchange's relayed upstream errors (their message as the output shields checked it).
     One rewrite here rather than a second error shape in every place that answers an error.
-    Placed outside ``error_middleware``, which turns every exception into a response first."""
+    Placed outside ``error_middleware``, which turns every exception into a response first.
+    (The proxy's own app does the same within its one middleware: ``anthropic_answer``.)"""
     response = await handler(request)
+    anthropic_answer(request, response)
+    return response
+
+
+def anthropic_answer(request: web.Request, response: web.StreamResponse) -> None:
+    """Rewrites ``response`` in Anthropic's error shape when it is an error answer not sent
+    yet, to a request on the Anthropic surface (``anthropic_errors``)."""
     if (
         response.status >= 400
         and isinstance(response, web.Response)
@@ -331,7 +352,6 @@ async def anthropic_errors(request: web.Request, handler: Handler) -> web.Stream
         and anthropic_path(request.path)
     ):
         _to_anthropic(response)
-    return response
 
 
 def _to_anthropic(response: web.Response) -> None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from shields.normalize import StreamNormalizer
+    from shields.screen import WholeText
     from shields.spec import ShieldSpecBase
 
 __all__ = [
@@ -204,6 +205,14 @@ class Shield(ABC):
         fixed ``max_match`` window (``Scanner.open_from``). Those that do not hold
         ``max_match`` characters of every stream: worth knowing when tuning a policy."""
         return type(self.scanner()).open_from is not Scanner.open_from
+
+    def screen(self, text: WholeText) -> bool:
+        """Whether a fresh scan of the whole ``text`` by this shield may report a finding.
+
+        False is a promise: such a scan (``feed`` of the whole text, then ``finish``) reports
+        nothing, so a whole-text check may leave the shield out (``shields.screen``). A shield
+        answers False only when a few cheap searches prove it; this default always scans."""
+        return True
 
     def check_request(self, messages: Sequence[tuple[Role, str]]) -> list[Finding]:
         """Request-wide checks at the input stage (message counts, total size...).

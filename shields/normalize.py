@@ -46,6 +46,7 @@ __all__ = [
     "StreamNormalizer",
     "ascii_bytes",
     "confusable_skeleton",
+    "fold_ascii",
     "load_confusables",
     "non_ascii_runs",
     "normalize",
@@ -275,6 +276,13 @@ def _ascii_fold_table() -> bytes:
 
 
 _ASCII_FOLD = _ascii_fold_table()
+
+
+def fold_ascii(text: bytes) -> bytes:
+    """An ASCII text's bytes, each folded as the normalized view folds it: lower case,
+    whitespace as a space, a dropped character (a control) as NUL. The view of an ASCII text
+    with no NUL here is this, with its runs of spaces collapsed to one."""
+    return text.translate(_ASCII_FOLD)
 
 
 def _mark_non_ascii(error: UnicodeError) -> tuple[bytes, int]:

@@ -35,6 +35,7 @@ __all__ = [
     "client_key_of",
     "presented_keys",
     "presents_valid_key",
+    "refused",
 ]
 
 KEYS = web.AppKey("keys", KeySource)
@@ -91,26 +92,36 @@ def _unauthorized(message: str) -> web.Response:
 
 def auth_middleware(metrics: Metrics, keys: KeySource) -> Any:
     """Checks the client's key against ``keys`` (the app's keys file, also ``app[KEYS]``).
-    Without a keys file there is no such middleware at all."""
+    Without a keys file there is no such check at all. The proxy's own app runs it within its
+    one middleware (``proxy.serving.middleware``): ``refused``."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in OPEN_PATHS:
-            return await handler(request)
-        key = keys.ring.authenticate(_one_key(request))
-        if key is None:
-            metrics.rejected.labels("auth").inc()
-            # Never echo what was sent: it may be a real key of some other service.
-            presented = presented_keys(request)
-            if not presented:
-                how = "`Authorization: Bearer sg-...`"
-                if anthropic_path(request.path):
-                    how = "`x-api-key: sg-...` or " + how
-                return _unauthorized(f"Missing API key: send your shieldgate key as {how}")
-            if len(presented) > 1:
-                return _unauthorized("Two different API keys provided (x-api-key, Authorization)")
-            return _unauthorized("Incorrect API key provided")
-        request[CLIENT_KEY] = key
+        answer = refused(request, metrics, keys)
+        if answer is not None:
+            return answer
         return await handler(request)
 
     return middleware
+
+
+def refused(request: web.Request, metrics: Metrics, keys: KeySource) -> web.Response | None:
+    """The 401 for a request without a valid key (an open path needs none); None when it may
+    go on, its key then recorded (``client_key_of``)."""
+    if request.path in OPEN_PATHS:
+        return None
+    key = keys.ring.authenticate(_one_key(request))
+    if key is None:
+        metrics.rejected.labels("auth").inc()
+        # Never echo what was sent: it may be a real key of some other service.
+        presented = presented_keys(request)
+        if not presented:
+            how = "`Authorization: Bearer sg-...`"
+            if anthropic_path(request.path):
+                how = "`x-api-key: sg-...` or " + how
+            return _unauthorized(f"Missing API key: send your shieldgate key as {how}")
+        if len(presented) > 1:
+            return _unauthorized("Two different API keys provided (x-api-key, Authorization)")
+        return _unauthorized("Incorrect API key provided")
+    request[CLIENT_KEY] = key
+    return None

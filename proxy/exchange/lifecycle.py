@@ -52,7 +52,7 @@ from proxy.exchange.refusal import StreamContext
 from proxy.exchange.remote_checks import check_input_remote, check_reply_remote
 from proxy.exchange.reply_check import check_error_body, check_reply, reported_error
 from proxy.ops.metrics import Metrics
-from proxy.serving.off_loop import check_on_loop, off_loop_unless, scan_on_loop
+from proxy.serving.off_loop import check_on_loop, scan_on_loop
 from proxy.state import (
     INPUT_CACHE,
     METRICS,
@@ -256,19 +256,54 @@ def _implements(dialect: object, protocol: type) -> bool:
 
 class Deadline:
     """A non-stream request's ``request_timeout``, which a relayed stream takes over once its
-    response has started (a 504 can no longer be sent then)."""
+    response has started (a 504 can no longer be sent then).
 
-    __slots__ = ("limit", "timeout", "until")
+    ``asyncio.timeout``'s rules for this one use, without its context manager's two
+    coroutines and state machine per request: when the time comes the request's task is
+    cancelled, and on the way out (``leave``) that cancellation is the deadline's to turn into
+    a timeout only if nothing else cancelled the task meanwhile (``Task.uncancel``)."""
 
-    def __init__(self, limit: float, timeout: asyncio.Timeout) -> None:
+    __slots__ = ("_cancelling", "_expired", "_handle", "_task", "_when", "limit", "until")
+
+    def __init__(self, limit: float) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a deadline needs a task")
         self.limit = limit
-        self.timeout = timeout
         self.until: float | None = None  # when it falls (loop time), once handed over
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._expired = False
+        self._when = loop.time() + limit
+        self._handle: asyncio.TimerHandle | None = loop.call_at(self._when, self._expire)
+
+    def _expire(self) -> None:
+        self._task.cancel()
+        self._expired = True
+        self._handle = None
 
     def hand_over(self) -> None:
         """Stops the deadline here; the stream keeps ``until``."""
-        self.until = self.timeout.when()
-        self.timeout.reschedule(None)
+        if self._expired:
+            raise RuntimeError("the deadline has fallen already")
+        self.until = self._when
+        self._stop()
+
+    def leave(self, exc: BaseException | None) -> bool:
+        """The request's work is done, with ``exc`` raised (None: it returned): whether the
+        deadline fell and cancelled it, so that ``exc`` is the deadline's timeout."""
+        self._stop()
+        if not self._expired:
+            return False
+        self._expired = False
+        return self._task.uncancel() <= self._cancelling and type(exc) is asyncio.CancelledError
+
+    def _stop(self) -> None:
+        handle = self._handle
+        if handle is not None:
+            handle.cancel()
+            self._handle = None
 
     def message(self) -> str:
         return f"The request took longer than {self.limit:g} s"
@@ -309,15 +344,17 @@ class Exchange:
         limit = self.app[UPSTREAM].settings.request_timeout
         if not limit:
             return await self._forward(outcome.redacted)
-        deadline = None
+        deadline = self.deadline = Deadline(limit)
         try:
-            async with asyncio.timeout(limit) as timeout:
-                deadline = self.deadline = Deadline(limit, timeout)
-                return await self._forward(outcome.redacted)
-        except TimeoutError:
-            if deadline is None:
-                raise
-            raise UpstreamTimeout(deadline.message()) from None
+            response = await self._forward(outcome.redacted)
+        except BaseException as exc:
+            # A TimeoutError from within counts as the deadline's too, as it did when this
+            # was ``async with asyncio.timeout(limit)`` around the call.
+            if deadline.leave(exc) or isinstance(exc, TimeoutError):
+                raise UpstreamTimeout(deadline.message()) from None
+            raise
+        deadline.leave(None)
+        return response
 
     async def _input_stage(self) -> StageOutcome:
         dialect, policy, metrics, endpoint = self.dialect, self.policy, self.metrics, self.endpoint
@@ -331,7 +368,10 @@ class Exchange:
             pending = begin_input_check(
                 policy, chat, fingerprint=self.fingerprint, cache=cache, partition=caller
             )
-            checked = await off_loop_unless(scan_on_loop(size, pending.to_scan), pending.finish)
+            if scan_on_loop(size, pending.to_scan):
+                checked = pending.finish()
+            else:
+                checked = await asyncio.to_thread(pending.finish)
         else:
             checked = await asyncio.to_thread(
                 check_input_texts,
@@ -416,9 +456,8 @@ class Exchange:
 
     def record_verdict(self, stage: Stage, verdict: Verdict) -> None:
         metrics = self.metrics
-        metrics.child(
-            metrics.verdicts, stage.value, self.policy.name, verdict.value, self.endpoint
-        ).inc()
+        # The members themselves, not their ``value``s: they are the same strings.
+        metrics.child(metrics.verdicts, stage, self.policy.name, verdict, self.endpoint).inc()
 
     def remote_context(self) -> RemoteContext:
         conversation = conversation_of(self.dialect.chat)
@@ -441,17 +480,24 @@ class Exchange:
         """The whole body of a non-stream upstream reply, up to ``max_upstream_body_bytes``
         (UpstreamError past it, or when the reply breaks off)."""
         limit = self.app[UPSTREAM].settings.max_upstream_body_bytes
+        content = reply.content
         parts: list[bytes] = []
         size = 0
         try:
-            async for data in reply.content.iter_chunked(_READ_CHUNK):
+            while True:
+                data = await content.read(_READ_CHUNK)
+                if not data:
+                    break
                 size += len(data)
                 if size > limit:
                     raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
                 parts.append(data)
+                if content.at_eof() and content.exception() is None:
+                    # The next read would return b"": the usual reply, in one read.
+                    break
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
-        return b"".join(parts)
+        return b"".join(parts)  # one part: that part itself, not a copy
 
     async def check_json_reply(self, body: bytes, status: int) -> CheckedReply:
         """Reads and checks a non-stream ``chat.completion`` (local then remote output shields).

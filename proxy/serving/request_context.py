@@ -18,6 +18,7 @@ from shields.base import Verdict
 
 __all__ = [
     "REQUEST_ID_HEADER",
+    "begin_request",
     "current_request_id",
     "note_verdict",
     "noted_verdict",
@@ -56,6 +57,17 @@ def noted_verdict(request: web.Request) -> Verdict | None:
 
 @web.middleware
 async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    token = begin_request(request)
+    try:
+        return await handler(request)
+    finally:
+        current_request_id.reset(token)
+
+
+def begin_request(request: web.Request) -> contextvars.Token[str | None]:
+    """Gives the request its id (the client's, when a plain token) and makes it the current
+    one; the caller resets ``current_request_id`` with the token returned when done. The
+    proxy's own app does this within its one middleware (``proxy.serving.middleware``)."""
     offered = request.headers.get(REQUEST_ID_HEADER, "")
     # 32 random hex digits, like uuid4().hex. An id correlates log lines, it guards nothing:
     # Python's generator is enough, and unlike os.urandom it needs no system call per request.
@@ -63,8 +75,4 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
         offered if offered and _VALID_ID.fullmatch(offered) else _new_id(128).to_bytes(16).hex()
     )
     request[_REQUEST_ID] = request_id
-    token = current_request_id.set(request_id)
-    try:
-        return await handler(request)
-    finally:
-        current_request_id.reset(token)
+    return current_request_id.set(request_id)

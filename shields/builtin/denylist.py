@@ -57,6 +57,7 @@ import re2
 from pydantic import Field, model_validator
 
 from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
+from shields.builtin.regex import Searcher, compile_pattern, searcher
 from shields.joined import (
     JOINER_CHARS,
     VIEW_BYTES,
@@ -64,9 +65,16 @@ from shields.joined import (
     joiners_as_spaces,
     relaxed_reading,
 )
-from shields.normalize import OVERRIDE_LABEL, StreamNormalizer, ascii_bytes, normalize
+from shields.normalize import (
+    OVERRIDE_LABEL,
+    StreamNormalizer,
+    ascii_bytes,
+    fold_ascii,
+    normalize,
+)
 from shields.open_tables import OpenTables, State
 from shields.registry import register
+from shields.screen import WholeText
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
 from shields.spec import ShieldSpecBase
 
@@ -257,6 +265,24 @@ class _Keys:
         # A word needs one character of look-ahead to know its right boundary.
         self.max_match = longest
         self.context = longest + 1
+        # Whether any key occurs in a whole text at all (``DenylistShield.screen``): the bulk
+        # automaton of a long list, a small one of the same keys for a short list.
+        self.any_ascii = all(key.isascii() for key in keys)
+        self.any_of: Any = self.bulk
+        if self.any_of is None:
+            self.any_of = (
+                ahocorasick_rs.BytesAhoCorasick([key.encode("ascii") for key in keys])
+                if self.any_ascii
+                else ahocorasick_rs.AhoCorasick(keys)
+            )
+        # Whether a key may occur in the view of an ASCII text, searched in its folded bytes
+        # before their runs of spaces are collapsed (``DenylistShield.screen``): each space of
+        # a key matches a run of them. A short list of ASCII keys only (an RE2 alternation).
+        self.folded_any: Searcher | None = None
+        if self.prefilter is not None and self.any_ascii:
+            spaced = ["(?: +)".join(map(re2.escape, key.split(" "))) for key in keys]
+            pattern = compile_pattern("|".join(spaced), case_sensitive=True, capture=False)
+            self.folded_any = searcher(pattern)
         # Every prefix of every key as one pattern for the end of a text (the trie, every node
         # of it an end): ``open_from``'s search, in C (a short list: a long one walks the trie).
         self.open_pattern: re.Pattern[str] | None = None
@@ -367,6 +393,63 @@ class DenylistShield(Shield):
 
     def scanner(self) -> Scanner:
         return _DenylistScanner(self)
+
+    def screen(self, text: WholeText) -> bool:
+        # Every finding is a key found in the view its key set reads (the joined view or the
+        # normalized text), text under a bidi override, or a spelled-out entry: a text with
+        # none of the three holds nothing. Keys are searched for in the views themselves.
+        if self._spaced_automaton is not None:
+            return True
+        if text.raw.isascii():
+            found = self._folded_screen(text.ascii)
+            if found is not None:
+                return found
+        norm, normalizer = text.normalized()
+        if normalizer.overridden:
+            return True
+        joined, plain = self._joined, self._plain
+        view: bytes | None = None
+        if joined is not None:
+            if joined.any_ascii:
+                view = normalizer.ascii_view(norm)
+                if joined.any_of.find_matches_as_indexes(view.translate(VIEW_BYTES)):
+                    return True
+            elif joined.any_of.find_matches_as_indexes(joined_view(norm)):
+                return True
+        if plain is not None:
+            if plain.any_ascii:
+                if view is None:
+                    view = normalizer.ascii_view(norm)
+                if plain.any_of.find_matches_as_indexes(view):
+                    return True
+            elif plain.any_of.find_matches_as_indexes(norm):
+                return True
+        return False
+
+    def _folded_screen(self, raw: bytes) -> bool | None:
+        """``screen`` for an ASCII text (``raw``, its bytes) without normalizing it: its view is
+        its folded bytes with runs of spaces collapsed (``fold_ascii``), so a key found in the
+        view is found in the folded bytes with a run of spaces for each of its spaces (and in
+        their joined view, for the joined keys). None when that does not hold (a control
+        character, dropped from the view) or a key set has no such search (a long list)."""
+        joined, plain = self._joined, self._plain
+        if (joined is not None and joined.folded_any is None) or (
+            plain is not None and plain.folded_any is None
+        ):
+            return None
+        folded = fold_ascii(raw)
+        if b"\x00" in folded:
+            return None
+        size = len(folded)
+        if joined is not None:
+            assert joined.folded_any is not None
+            if joined.folded_any(folded.translate(VIEW_BYTES), 0, size)[0][0] >= 0:
+                return True
+        if plain is not None:
+            assert plain.folded_any is not None
+            if plain.folded_any(folded, 0, size)[0][0] >= 0:
+                return True
+        return False
 
 
 class _DenylistScanner(Scanner):

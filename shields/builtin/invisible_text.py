@@ -47,6 +47,7 @@ from pydantic import Field, field_validator, model_validator
 from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.normalize import StreamNormalizer, non_ascii_runs
 from shields.registry import register
+from shields.screen import WholeText
 from shields.spec import ShieldSpecBase
 
 __all__ = [
@@ -263,6 +264,10 @@ class InvisibleTextShield(Shield):
 
     def scanner(self) -> Scanner:
         return _InvisibleScanner(self)
+
+    def screen(self, text: WholeText) -> bool:
+        # No invisible character is ASCII: a scanner fed an ASCII text reports nothing.
+        return not text.raw.isascii()
 
 
 def _spans(regex: Any, text: str) -> list[tuple[int, int]]:

@@ -77,6 +77,7 @@ from shields.builtin.links_tags import Tags
 from shields.builtin.regex import Searcher, compile_pattern, searcher
 from shields.normalize import StreamNormalizer
 from shields.registry import register
+from shields.screen import WholeText
 from shields.spec import ShieldSpecBase
 
 __all__ = ["AllowEntry", "LinksShield", "LinksSpec", "judge_url", "parse_entry"]
@@ -444,6 +445,12 @@ class LinksShield(Shield):
 
     def scanner(self) -> Scanner:
         return _LinksScanner(self)
+
+    def screen(self, text: WholeText) -> bool:
+        # Every URL starts where ``_STARTS`` finds something in the text's ASCII view, the
+        # bytes the scanner searches: without such a place it begins no URL and reports none.
+        view = text.ascii
+        return _STARTS(view, 0, len(view))[0][0] >= 0
 
     def url_finding(self, kind: Kind, reason: str, start: int, end: int) -> Finding:
         action = self.actions[kind]

@@ -82,6 +82,7 @@ from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
 from shields.open_tables import OpenTables, State
 from shields.registry import register
+from shields.screen import WholeText
 from shields.spec import ShieldSpecBase
 
 __all__ = ["RULES", "Rule", "SecretsShield", "SecretsSpec", "shannon_entropy"]
@@ -525,6 +526,15 @@ class SecretsShield(Shield):
 
     def scanner(self) -> Scanner:
         return _SecretsScanner(self)
+
+    def screen(self, text: WholeText) -> bool:
+        # Every match starts with its rule's prefix, a trigger: a text whose ASCII view (the
+        # scanner's buffer) holds none is decided match by match to hold no secret. A terminal
+        # control sequence is rewritten before the search (``_mask_csi``): such a text scans.
+        if _ESC in text.raw:
+            return True
+        view = text.ascii
+        return self._triggers(view, 0, len(view))[0][0] >= 0
 
 
 # ``open_from``'s remembered steps (``shields.open_tables``), per shield: keys (what a held

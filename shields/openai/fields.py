@@ -39,6 +39,8 @@ class TextField:
 def joined_text(fields: Sequence[TextField], separator: str = "") -> tuple[str, list[int]]:
     """The fields' texts joined by ``separator`` (one text to scan), and where each starts in
     it (to write a redaction back into each field)."""
+    if len(fields) == 1:  # most texts: one field, which starts at 0
+        return fields[0].text, [0]
     offsets = []
     start = 0
     for text_field in fields:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from shields.base import Action, Finding, Role, Shield, Stage
 from shields.json_escapes import JsonEscapedScan
@@ -209,7 +210,7 @@ class PendingCheck:
         if scope is not None:
             check.remembered, check.scanned = scope.hits, scope.misses
             check.evicted = scope.evicted
-        if any(type(shield).check_request is not Shield.check_request for shield in shields):
+        if _checks_requests(shields):
             # Request-wide: they read the whole conversation, and are never remembered.
             conversation = conversation_of(request)
             request_findings = check_request(shields, conversation, fail_closed=fail_closed)
@@ -218,6 +219,21 @@ class PendingCheck:
                 outcome.findings += request_findings
                 outcome.blocked |= rule.blocks(request_findings)
         return check
+
+
+def _has_request_checks(shields: Sequence[Shield]) -> bool:
+    return any(type(shield).check_request is not Shield.check_request for shield in shields)
+
+
+# Whether a stage's shields have request-wide checks, worked out once per stage (a stage's
+# shields are immutable; a list is looked at each time).
+_stage_checks_requests = lru_cache(maxsize=256)(_has_request_checks)
+
+
+def _checks_requests(shields: Sequence[Shield]) -> bool:
+    if isinstance(shields, tuple):
+        return _stage_checks_requests(shields)
+    return _has_request_checks(shields)
 
 
 # Rounds of re-checking a redacted text before giving up (blocking): a redaction that keeps

@@ -122,7 +122,7 @@ def check_reply_texts(
             continue
         for channel, fields in channels.items():
             checking = name_shields(shields) if is_name(channel) else shields
-            before = prefill if channel == FieldChannel(position, PREFILL_FIELD) else ""
+            before = prefill if prefill and channel == FieldChannel(position, PREFILL_FIELD) else ""
             channel_findings, offsets = _check_channel(
                 checking, channel, fields, rule.fail_closed, fingerprint, before
             )
