@@ -31,8 +31,8 @@ class State(dict[str, "State"]):
 
 
 class OpenTables:
-    """A shield's remembered states, shared by its scanners: at most ``capacity`` steps, all
-    forgotten when full (a few MB at most)."""
+    """A shield's remembered states, shared by its scanners: at most ``capacity`` states and
+    as many steps, all forgotten when either is full (a few MB at most, whatever the text)."""
 
     __slots__ = ("capacity", "states", "steps")
 
@@ -45,6 +45,8 @@ class OpenTables:
         """The state of ``key``, which holds ``held`` characters."""
         state = self.states.get(key)
         if state is None:
+            if len(self.states) >= self.capacity:
+                self.clear()
             state = self.states[key] = State(key, held)
         return state
 
