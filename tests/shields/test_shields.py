@@ -272,7 +272,9 @@ FILLER = [f"zq{i:04d}zq" for i in range(600)]
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.text(alphabet="ab .\u306e", min_size=1, max_size=400),
+    # No "." or other joiner: the deny list also reads "b.ba" as "b ba" (its joined view,
+    # tests/shields/test_denylist_joiners.py), which the brute-force model here does not know.
+    st.text(alphabet="ab \u306e", min_size=1, max_size=400),
     st.integers(min_value=0, max_value=6000),
     st.lists(st.sampled_from([1, 3, 7, 63, 64, 300, 2048, 5000]), min_size=1, max_size=8),
     st.booleans(),
