@@ -91,10 +91,10 @@ class Settings(BaseModel):
     input_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # Streams relayed at once; beyond it new requests get 503 + Retry-After (0: no limit).
     max_concurrent_streams: int = Field(default=0, ge=0)
-    # Connections to the upstream at once (aiohttp's pool; 0: no limit). Requests beyond it
-    # wait for a free connection, within connect_timeout — so a limit below the streams in
-    # flight fails the others (1,000 slow streams: 700 timed out at 100). Unlimited by
-    # default; bound streams with max_concurrent_streams instead.
+    # Connections to the upstream at once (the pool of proxy/upstream/http1.py; 0: no
+    # limit). Requests beyond it wait for a free connection, within connect_timeout — so a
+    # limit below the streams in flight fails the others (1,000 slow streams: 700 timed out
+    # at 100). Unlimited by default; bound streams with max_concurrent_streams instead.
     upstream_pool_size: int = Field(default=0, ge=0)
     # /readyz checks that the upstream accepts connections, caching the answer this many
     # seconds (0: readiness does not depend on the upstream).

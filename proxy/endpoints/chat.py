@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest, parse_chat_request
@@ -24,6 +23,7 @@ from proxy.exchange.refusal import (
 from proxy.serving.off_loop import parse_on_loop
 from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
 from proxy.upstream.client import response_headers
+from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
 from shields.verdict import StageOutcome
@@ -101,14 +101,12 @@ class ChatDialect:
         return response
 
     async def answer_reply(
-        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         if checked.outcome.redacted:
             body = json_codec.dumps(checked.completion)
         return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
 
-    async def relay_stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         # The guard's bytes are the chat stream itself.
         return await exchange.relay_events(reply, exchange.stream_guard())

@@ -27,7 +27,6 @@ once a stream has started), as for chat completions.
 
 from __future__ import annotations
 
-import aiohttp
 from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
@@ -46,6 +45,7 @@ from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
 from proxy.stream.guard import EndRenderer, GuardState, StreamEnd
 from proxy.upstream.client import response_headers
+from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
 from shields.openai.text_completion import ReplyShape
@@ -152,15 +152,13 @@ class CompletionsDialect:
         return response
 
     async def answer_reply(
-        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         if checked.outcome.redacted:
             body = json_codec.dumps(checked.completion)
         return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
 
-    async def relay_stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         # The guard reads the choices' text and renders its end in the completions shape; the
         # bytes it releases are the upstream's completions stream itself.
         context = self._context()

@@ -20,7 +20,6 @@ dialect; a stream in answer is a 502 (no embeddings reply is a stream).
 
 from __future__ import annotations
 
-import aiohttp
 from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
@@ -31,6 +30,7 @@ from proxy.exchange.refusal import content_filter_error
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
 from proxy.upstream.client import response_headers
+from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
 from shields.verdict import StageOutcome
@@ -91,18 +91,16 @@ class EmbeddingsDialect:
         )
 
     async def answer_unchecked(
-        self, exchange: Exchange, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
 
     async def answer_reply(
-        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         # Never called: the exchange answers a TextlessReplies dialect's replies through
         # answer_unchecked. Failing here keeps it so if that ever changes.
         raise UpstreamError("The upstream's embeddings reply was read as a chat completion")
 
-    async def relay_stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         raise UpstreamError("The upstream answered an embeddings request with a stream")

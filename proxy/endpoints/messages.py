@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 
-import aiohttp
 from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
@@ -50,6 +49,7 @@ from proxy.errors import (
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
+from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
 from shields.verdict import StageOutcome
@@ -127,7 +127,7 @@ class MessagesDialect:
         return await self._answer(translator.start() + translator.refuse(refusal.message), headers)
 
     async def answer_reply(
-        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         """A whole ``chat.completion`` the output stage passed (redactions are in it)."""
         translator = self.translator
@@ -139,9 +139,7 @@ class MessagesDialect:
             ) from None
         return await self._answer(events)
 
-    async def relay_stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         refusal = exchange.policy.spec.refusal
         stream = GuardedMessageStream(
             exchange.stream_guard(render_end=no_tail), self.translator, refusal
@@ -165,7 +163,7 @@ class MessagesDialect:
         return response
 
     async def _stream(
-        self, exchange: Exchange, stream: GuardedMessageStream, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, stream: GuardedMessageStream, reply: UpstreamReply
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
         response.content_type = "text/event-stream"
@@ -188,7 +186,7 @@ class MessagesDialect:
         return response
 
     async def _collect(
-        self, exchange: Exchange, stream: GuardedMessageStream, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, stream: GuardedMessageStream, reply: UpstreamReply
     ) -> web.StreamResponse:
         """A stream answering a request that asked for a whole message: collected through the
         guard, nothing sent until it has ended."""

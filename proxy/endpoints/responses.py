@@ -27,7 +27,6 @@ import logging
 import time
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest, parse_chat_request
@@ -75,6 +74,7 @@ from proxy.mcp.tools import McpTool
 from proxy.serving.off_loop import off_loop_if_large, off_loop_unless, parse_on_loop
 from proxy.state import BLOCKED_HEADER, RESPONSE_STORE, SETTINGS, UPSTREAM, read_body
 from proxy.store.responses import StoredResponse
+from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
 from shields.verdict import StageOutcome
@@ -294,7 +294,7 @@ class ResponsesDialect:
         return await self._answer(events, headers)
 
     async def answer_reply(
-        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         """A whole ``chat.completion`` answering the streaming request, which the output stage
         passed (redactions are in it): translated now (and, with MCP tools, the turns that
@@ -323,14 +323,12 @@ class ResponsesDialect:
         blocked = self._mcp.blocked_hop if self._mcp is not None else None
         return await self._answer(events, {BLOCKED_HEADER: blocked} if blocked else None)
 
-    async def relay_stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         if self.parsed.stream:
             return await self._stream(exchange, reply)
         return await self._collect(exchange, reply)
 
-    async def _pump(self, exchange: Exchange, reply: aiohttp.ClientResponse, emit: Emit) -> bool:
+    async def _pump(self, exchange: Exchange, reply: UpstreamReply, emit: Emit) -> bool:
         """One inference turn's upstream stream through its own guard."""
         guard = exchange.stream_guard()
         mcp = self._mcp
@@ -344,7 +342,7 @@ class ResponsesDialect:
         finally:
             self._output_blocked |= stream.blocked
 
-    async def _turns(self, exchange: Exchange, reply: aiohttp.ClientResponse, emit: Emit) -> bool:
+    async def _turns(self, exchange: Exchange, reply: UpstreamReply, emit: Emit) -> bool:
         """The first turn from ``reply``, then (MCP tools) the turns that follow; False when
         the client left."""
         if not await self._pump(exchange, reply, emit):
@@ -400,9 +398,7 @@ class ResponsesDialect:
             # Before the turn's first byte (refused, unreachable, timed out): the proxy's words.
             return await emit(translator.fail(exc.message))
 
-    async def _turn_reply(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse, emit: Emit
-    ) -> bool:
+    async def _turn_reply(self, exchange: Exchange, reply: UpstreamReply, emit: Emit) -> bool:
         translator = self.translator
         if reply.status >= 300:
             await exchange.read_upstream_body(reply)
@@ -436,9 +432,7 @@ class ResponsesDialect:
         await response.write_eof()
         return response
 
-    async def _stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def _stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
         response.content_type = "text/event-stream"
         # Remembered as started: an error from here on aborts the connection rather than
@@ -461,9 +455,7 @@ class ResponsesDialect:
             await response.write_eof()
         return response
 
-    async def _collect(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def _collect(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         async def discard(events: list[Event]) -> bool:
             return True
 

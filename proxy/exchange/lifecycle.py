@@ -67,6 +67,7 @@ from proxy.stream.guard import EndRenderer, GuardState, StreamGuard
 from proxy.stream.remote_checks import RemoteContext, upstream_reads
 from proxy.stream.sse import SSEDecoder, SSEError
 from proxy.upstream.client import host_of, log_failure, response_headers
+from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage, Verdict
 from shields.openai.errors import MalformedReply
@@ -159,14 +160,12 @@ class Dialect(Protocol):
         ...
 
     async def answer_reply(
-        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
         """A whole reply the output stage passed (redactions written into it)."""
         ...
 
-    async def relay_stream(
-        self, exchange: Exchange, reply: aiohttp.ClientResponse
-    ) -> web.StreamResponse:
+    async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         """An upstream stream: build the guard (``Exchange.stream_guard``) and ``pump`` it."""
         ...
 
@@ -182,7 +181,7 @@ class TextlessReplies(Protocol):
     """
 
     async def answer_unchecked(
-        self, exchange: Exchange, body: bytes, reply: aiohttp.ClientResponse
+        self, exchange: Exchange, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse: ...
 
 
@@ -429,7 +428,7 @@ class Exchange:
                     time.perf_counter() - started
                 )
 
-    async def _answer(self, reply: aiohttp.ClientResponse) -> web.StreamResponse:
+    async def _answer(self, reply: UpstreamReply) -> web.StreamResponse:
         if reply.status >= 300:
             body = await self.read_upstream_body(reply)
             return relay_error_reply(
@@ -476,7 +475,7 @@ class Exchange:
         finally:
             slots.release()
 
-    async def read_upstream_body(self, reply: aiohttp.ClientResponse) -> bytes:
+    async def read_upstream_body(self, reply: UpstreamReply) -> bytes:
         """The whole body of a non-stream upstream reply, up to ``max_upstream_body_bytes``
         (UpstreamError past it, or when the reply breaks off)."""
         limit = self.app[UPSTREAM].settings.max_upstream_body_bytes
@@ -579,9 +578,7 @@ class Exchange:
             prefill=prefill_of(chat.body),
         )
 
-    async def relay_events(
-        self, reply: aiohttp.ClientResponse, guard: StreamGuard
-    ) -> web.StreamResponse:
+    async def relay_events(self, reply: UpstreamReply, guard: StreamGuard) -> web.StreamResponse:
         """A stream relayed in the upstream's own dialect (chat completions, legacy
         completions): what the guard releases is the client's stream — the upstream's events
         as they came, unless a redaction rewrote them — ended as ``guard.render_end`` says."""
@@ -604,7 +601,7 @@ class Exchange:
 
     async def pump(
         self,
-        reply: aiohttp.ClientResponse,
+        reply: UpstreamReply,
         relay: GuardedRelay[_Out],
         emit: Callable[[_Out], Awaitable[bool]],
     ) -> bool:

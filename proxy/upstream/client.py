@@ -1,4 +1,4 @@
-"""The upstream client: one shared session, a header allow-list, retries before the first byte.
+"""The upstream client: a header allow-list, retries before the first byte, over one pool.
 
 Only headers an OpenAI-compatible server needs are forwarded: cookies, proxy headers and
 hop-by-hop headers of the client's connection never reach the upstream. Of the upstream's
@@ -27,7 +27,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from urllib.parse import quote
 
@@ -39,6 +39,7 @@ from proxy.errors import UpstreamError, UpstreamTimeout
 from proxy.ops.metrics import Metrics
 from proxy.serving.request_context import current_request_id
 from proxy.settings import Settings
+from proxy.upstream.http1 import Http1Pool, InvalidReply, UpstreamReply
 
 __all__ = [
     "LoggedFailure",
@@ -207,7 +208,7 @@ class Upstream:
         self._metrics = metrics
         self.base_url = settings.upstream
         self.host = host_of(settings.upstream)
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: Http1Pool | None = None
         # The client's key (if any) is never passed on: with a keys file it is a shieldgate
         # key, meant for the proxy alone; with an upstream key, the proxy's own replaces it.
         self._drop_client_key = bool(settings.upstream_api_key or settings.keys_file)
@@ -230,25 +231,18 @@ class Upstream:
         )
 
     async def start(self) -> None:
-        timeout = aiohttp.ClientTimeout(
-            total=None,
-            connect=self.settings.connect_timeout,
-            sock_read=self.settings.read_timeout,
+        settings = self.settings
+        self._pool = Http1Pool(
+            settings.upstream,
+            limit=settings.upstream_pool_size,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
         )
-        self._session = aiohttp.ClientSession(
-            timeout=timeout,
-            auto_decompress=True,
-            # A shared session must not keep an upstream's Set-Cookie and send it back with
-            # every later client's requests.
-            cookie_jar=aiohttp.DummyCookieJar(),
-            connector=aiohttp.TCPConnector(
-                limit=self.settings.upstream_pool_size, enable_cleanup_closed=True
-            ),
-        )
+        self._base_path = self._pool.base_path
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        if self._pool is not None:
+            await self._pool.close()
 
     def headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -303,7 +297,7 @@ class Upstream:
         body: bytes | None = None,
         query: str = "",
         endpoint: str,
-    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    ) -> AbstractAsyncContextManager[UpstreamReply]:
         """Sends the request (with retries) on entering; yields the response, closed on exit.
 
         ``query`` is the client's query string as it came on the wire, still percent-encoded
@@ -312,39 +306,30 @@ class Upstream:
         only ever becomes the query of the upstream URL, never its host or path.
         ``endpoint``: the client-facing endpoint the call serves (``chat``, ``models``...),
         the label of its retries and failures in the metrics."""
-        assert self._session is not None, "Upstream.start() was not awaited"
-        url: str | URL = f"{self.base_url}/{path}"
+        assert self._pool is not None, "Upstream.start() was not awaited"
+        target = f"{self._base_path}/{path}"
         if query:
-            target = URL(url)
-            url = URL.build(
-                scheme=target.scheme,
-                authority=target.raw_authority,
-                path=target.raw_path,
-                query_string=encoded_query(query),
-                encoded=True,
-            )
-        return _Exchange(self, self._session, method, url, headers, body, endpoint)
+            target = f"{target}?{encoded_query(query)}"
+        return _Exchange(self, self._pool, method, target, headers, body, endpoint)
 
     async def _send(
         self,
-        session: aiohttp.ClientSession,
+        pool: Http1Pool,
         method: str,
-        url: str | URL,
+        target: str,
         headers: dict[str, str],
         body: bytes | None,
         endpoint: str,
-    ) -> aiohttp.ClientResponse:
+    ) -> UpstreamReply:
         attempts = self.settings.retry_attempts
         attempt = 0
         while True:
             attempt += 1
             last = attempt >= attempts
             try:
-                response = await session.request(
-                    method, url, headers=headers, data=body, allow_redirects=False
-                )
+                response = await pool.request(method, target, headers, body)
             except TimeoutError:
-                # Checked first: aiohttp's timeouts are connection errors too.
+                # Checked first: aiohttp's timeout errors are connection errors too.
                 if last:
                     self._count_error("timeout", endpoint)
                     log_failure("timeout", self.host, attempt)
@@ -352,10 +337,10 @@ class Upstream:
                         f"The upstream did not answer in time ({attempts} attempts)"
                     ) from None
                 delay = self._backoff(attempt)
-            except aiohttp.ClientResponseError as exc:
+            except InvalidReply as exc:
                 # It answered, but not in HTTP (a bad status line, headers or framing): asking
-                # again will not help. aiohttp's message quotes the upstream's bytes, unchecked
-                # text, so only the kind of error is passed on.
+                # again will not help. Only the kind of error is passed on, never the
+                # upstream's bytes (unchecked text).
                 self._count_error("bad_reply", endpoint)
                 log_failure("invalid_reply", self.host, attempt)
                 raise _LoggedError(
@@ -388,7 +373,7 @@ class Upstream:
                 if last or response.status not in _RETRY_STATUSES:
                     break
                 retry_after = retry_after_seconds(response.headers.get("retry-after"))
-                response.release()
+                response.close()
                 if retry_after is None:
                     delay = self._backoff(attempt)
                 else:
@@ -415,83 +400,39 @@ class _Exchange:
         "_endpoint",
         "_headers",
         "_method",
-        "_response",
-        "_session",
-        "_unwatch",
+        "_pool",
+        "_reply",
+        "_target",
         "_upstream",
-        "_url",
     )
 
     def __init__(
         self,
         upstream: Upstream,
-        session: aiohttp.ClientSession,
+        pool: Http1Pool,
         method: str,
-        url: str | URL,
+        target: str,
         headers: dict[str, str],
         body: bytes | None,
         endpoint: str,
     ) -> None:
         self._upstream = upstream
-        self._session = session
+        self._pool = pool
         self._method = method
-        self._url = url
+        self._target = target
         self._headers = headers
         self._body = body
         self._endpoint = endpoint
-        self._response: aiohttp.ClientResponse | None = None
-        self._unwatch = _nothing
+        self._reply: UpstreamReply | None = None
 
-    async def __aenter__(self) -> aiohttp.ClientResponse:
-        response = self._response = await self._upstream._send(
-            self._session, self._method, self._url, self._headers, self._body, self._endpoint
+    async def __aenter__(self) -> UpstreamReply:
+        reply = self._reply = await self._upstream._send(
+            self._pool, self._method, self._target, self._headers, self._body, self._endpoint
         )
-        self._unwatch = _fail_body_when_connection_dies(response)
-        return response
+        return reply
 
     async def __aexit__(self, *exc_info: object) -> None:
-        response = self._response
-        if response is None:
-            return
-        self._unwatch()
-        # A response read to the end goes back to the pool; one abandoned mid-way (a block,
-        # a client that left) is closed so the upstream stops generating at once.
-        if response.content.at_eof():
-            response.release()
-        else:
-            response.close()
-
-
-def _fail_body_when_connection_dies(response: aiohttp.ClientResponse) -> Callable[[], None]:
-    """Makes a body whose connection dies before its end fail its readers; returns the undo.
-
-    aiohttp (3.14) closes the connection on a framing error mid-body — a chunk size that is not
-    hex, a chunk longer than announced — without failing the body: a read waiting for the next
-    bytes then waits forever (``sock_read`` went with the connection), and a later one raises
-    ``RuntimeError("Connection closed.")``. Failing the body with ``ClientPayloadError`` gives
-    callers the error every other broken body gives them.
-    """
-    content = response.content
-
-    def fail(_: object = None) -> None:
-        if not content.is_eof() and content.exception() is None:
-            error = aiohttp.ClientPayloadError("The upstream connection closed mid-body")
-            content.set_exception(error)
-
-    connection = response.connection
-    protocol = connection.protocol if connection is not None else None
-    closed = protocol.closed if protocol is not None and protocol.connected else None
-    if closed is None:  # already gone (or the body was read and the connection released)
-        fail()
-        return _nothing
-    closed.add_done_callback(fail)
-
-    def unwatch() -> None:
-        # A pooled connection outlives the response: do not leave a callback per request on it.
-        closed.remove_done_callback(fail)
-
-    return unwatch
-
-
-def _nothing() -> None:
-    pass
+        # A reply read to the end has gone back to the pool already; one abandoned mid-way
+        # (a block, a client that left) closes its connection so the upstream stops at once.
+        if self._reply is not None:
+            self._reply.close()
