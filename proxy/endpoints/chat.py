@@ -12,6 +12,7 @@ import asyncio
 from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest, parse_chat_request
+from proxy.endpoints.forwarded import forwarded_call
 from proxy.errors import json_response, start_response
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import (
@@ -21,7 +22,7 @@ from proxy.exchange.refusal import (
     refusal_stream,
 )
 from proxy.serving.off_loop import parse_on_loop
-from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
+from proxy.state import BLOCKED_HEADER, read_body
 from proxy.upstream.client import response_headers
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
@@ -62,16 +63,8 @@ class ChatDialect:
         pass
 
     def upstream_call(self, exchange: Exchange, redacted: bool) -> UpstreamCall:
-        request = exchange.request
-        headers = exchange.app[UPSTREAM].headers(request.headers)
-        if redacted:
-            headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
-            headers["Content-Type"] = "application/json"
-        return UpstreamCall(
-            body=json_codec.dumps(self._chat.body) if redacted else self._raw,
-            headers=headers,
-            # Still percent-encoded, as the client sent it: decoding it would change what it says.
-            query=request.rel_url.raw_query_string,
+        return forwarded_call(
+            exchange, self._raw, self._chat.body, redacted, path="chat/completions"
         )
 
     async def refuse(self, exchange: Exchange, stage: Stage) -> web.StreamResponse:

@@ -31,7 +31,8 @@ from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
 from proxy.endpoints.completions_request import CompletionRequest, parse_completion_request
-from proxy.errors import BadRequest, error_body, json_response, start_response
+from proxy.endpoints.forwarded import forwarded_call, refuse_token_inputs
+from proxy.errors import error_body, json_response, start_response
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import (
     StreamContext,
@@ -42,7 +43,7 @@ from proxy.exchange.refusal import (
     text_completion_id,
 )
 from proxy.serving.off_loop import off_loop_if_large
-from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
+from proxy.state import BLOCKED_HEADER, read_body
 from proxy.stream.guard import EndRenderer, GuardState, StreamEnd
 from proxy.upstream.client import response_headers
 from proxy.upstream.http1 import UpstreamReply
@@ -94,31 +95,14 @@ class CompletionsDialect:
         return self._parsed.chat
 
     async def prepare(self, exchange: Exchange) -> None:
-        if self._parsed.token_prompts and exchange.policy.spec.request.token_inputs != "allow":
-            raise BadRequest(
-                "'prompt' is token ids, which shieldgate cannot check: send the text instead "
-                f"(policy {exchange.policy.name!r} refuses token inputs)",
-                param="prompt",
-                code="token_inputs_refused",
-            )
+        refuse_token_inputs(exchange.policy, self._parsed.token_prompts, "prompt")
 
     def input_checked(self, outcome: StageOutcome) -> None:
         if outcome.redacted:
             self._parsed.write_back()
 
     def upstream_call(self, exchange: Exchange, redacted: bool) -> UpstreamCall:
-        request = exchange.request
-        headers = exchange.app[UPSTREAM].headers(request.headers)
-        if redacted:
-            headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
-            headers["Content-Type"] = "application/json"
-        return UpstreamCall(
-            body=json_codec.dumps(self._parsed.body) if redacted else self._raw,
-            headers=headers,
-            # Still percent-encoded, as the client sent it: decoding it would change what it says.
-            query=request.rel_url.raw_query_string,
-            path="completions",
-        )
+        return forwarded_call(exchange, self._raw, self._parsed.body, redacted, path="completions")
 
     def _context(self) -> StreamContext:
         chat = self.chat

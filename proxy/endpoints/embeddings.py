@@ -24,14 +24,14 @@ from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
 from proxy.endpoints.embeddings_request import EmbeddingsRequest, parse_embeddings_request
-from proxy.errors import BadRequest, UpstreamError, json_response
+from proxy.endpoints.forwarded import forwarded_call, refuse_token_inputs
+from proxy.errors import UpstreamError, json_response
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import content_filter_error
 from proxy.serving.off_loop import off_loop_if_large
-from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
+from proxy.state import BLOCKED_HEADER, read_body
 from proxy.upstream.client import response_headers
 from proxy.upstream.http1 import UpstreamReply
-from shields import json_codec
 from shields.base import Stage
 from shields.verdict import StageOutcome
 
@@ -58,30 +58,14 @@ class EmbeddingsDialect:
         return self._parsed.chat
 
     async def prepare(self, exchange: Exchange) -> None:
-        if self._parsed.token_inputs and exchange.policy.spec.request.token_inputs != "allow":
-            raise BadRequest(
-                "'input' is token ids, which shieldgate cannot check: send the text instead "
-                f"(policy {exchange.policy.name!r} refuses token inputs)",
-                param="input",
-                code="token_inputs_refused",
-            )
+        refuse_token_inputs(exchange.policy, self._parsed.token_inputs, "input")
 
     def input_checked(self, outcome: StageOutcome) -> None:
         if outcome.redacted:
             self._parsed.write_back()
 
     def upstream_call(self, exchange: Exchange, redacted: bool) -> UpstreamCall:
-        request = exchange.request
-        headers = exchange.app[UPSTREAM].headers(request.headers)
-        if redacted:
-            headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
-            headers["Content-Type"] = "application/json"
-        return UpstreamCall(
-            body=json_codec.dumps(self._parsed.body) if redacted else self._raw,
-            headers=headers,
-            query=request.rel_url.raw_query_string,
-            path="embeddings",
-        )
+        return forwarded_call(exchange, self._raw, self._parsed.body, redacted, path="embeddings")
 
     async def refuse(self, exchange: Exchange, stage: Stage) -> web.StreamResponse:
         # Only the input is ever refused: replies are not checked.

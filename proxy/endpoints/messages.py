@@ -32,13 +32,8 @@ from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
 from proxy.endpoints.messages_request import MessagesRequest, new_message_id, parse_messages_request
-from proxy.endpoints.messages_stream import (
-    Event,
-    GuardedMessageStream,
-    MessageTranslator,
-    encode_events,
-)
-from proxy.endpoints.responses_stream import STREAM_FAILED, MalformedChunk, no_tail
+from proxy.endpoints.messages_stream import GuardedMessageStream, MessageTranslator, encode_events
+from proxy.endpoints.responses_stream import STREAM_FAILED
 from proxy.errors import (
     NotFound,
     UpstreamError,
@@ -49,6 +44,7 @@ from proxy.errors import (
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
+from proxy.stream.translated import Event, MalformedChunk
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
@@ -141,9 +137,7 @@ class MessagesDialect:
 
     async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         refusal = exchange.policy.spec.refusal
-        stream = GuardedMessageStream(
-            exchange.stream_guard(render_end=no_tail), self.translator, refusal
-        )
+        stream = GuardedMessageStream(exchange.stream_guard(), self.translator, refusal)
         if self.stream:
             return await self._stream(exchange, stream, reply)
         return await self._collect(exchange, stream, reply)

@@ -31,11 +31,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.endpoints.responses_stream import UPSTREAM_REPORTED, MalformedChunk
 from proxy.errors import anthropic_error_body
 from proxy.exchange.refusal import REFUSAL_SEPARATOR
-from proxy.stream.guard import GuardState, StreamGuard
-from proxy.stream.sse import SSEDecoder, SSEError
+from proxy.stream.guard import StreamGuard
+from proxy.stream.translated import Event, MalformedChunk, TranslatedStream
 from shields import json_codec
 from shields.openai.fields import serialize_arguments
 from shields.policy import Refusal
@@ -45,8 +44,6 @@ __all__ = [
     "MessageTranslator",
     "encode_events",
 ]
-
-Event = dict[str, Any]
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 # Chat finish reasons as Anthropic's stop reasons. Which stop sequence ended a message a chat
@@ -462,95 +459,22 @@ def _content_text(value: Any, key: str) -> str:
     raise MalformedChunk(f"`{key}` is neither a string nor null")
 
 
-class GuardedMessageStream:
-    """Upstream bytes -> StreamGuard -> released chunks -> Messages events.
-
-    The guard must render nothing at its end (``render_end=no_tail``): how the stream ended
-    comes typed (``StreamGuard.ending``) and becomes the Messages form of it here.
-    """
+class GuardedMessageStream(TranslatedStream[MessageTranslator]):
+    """Upstream bytes -> StreamGuard -> released chunks -> Messages events
+    (``TranslatedStream``): a block ends in the policy's refusal, a finished stream ends the
+    message."""
 
     def __init__(self, guard: StreamGuard, translator: MessageTranslator, refusal: Refusal):
-        self.guard = guard
-        self.translator = translator
+        super().__init__(guard, translator)
         self._refusal = refusal
-        self._upstream = SSEDecoder()
-        self._released = SSEDecoder()
 
-    @property
-    def closed(self) -> bool:
-        return self.translator.ended
+    def _refuse(self) -> list[Event]:
+        if self._refusal.style == "error":
+            return self.translator.error("invalid_request_error", self._refusal.message)
+        return self.translator.refuse(self._refusal.message)
 
-    @property
-    def blocked(self) -> bool:
-        return self.guard.blocked
-
-    def feed(self, data: bytes) -> list[Event]:
-        """One network read of the upstream body: framed, fed and flushed by the guard."""
+    def _complete(self) -> list[Event]:
         try:
-            released = self.guard.feed_read(self._upstream, data)
-        except SSEError:
-            return self.fail("The upstream sent an oversized stream event")
-        return self._take(released)
-
-    def checks(self) -> list[Event]:
-        """Remote shields' verdicts arrived."""
-        return self._take(self.guard.collect_checks())
-
-    def end(self) -> list[Event]:
-        """The upstream body ended."""
-        if self.closed:
-            return []
-        return self._take(self.guard.end(truncated=bool(self._upstream.finish())))
-
-    def fail(self, message: str) -> list[Event]:
-        if self.closed:
-            return []
-        return self._take(self.guard.fail(message))
-
-    def _take(self, released: bytes | memoryview) -> list[Event]:
-        """Translates what one guard call released, then its end if it ended."""
-        if self.closed:
-            return []
-        translator = self.translator
-        events: list[Event] = []
-        # What the guard released left its hold-back: it is translated even when the same
-        # call ended the stream (a block or a failure stops what came after it, not before).
-        for event in self._released.feed(bytes(released)):
-            data = event.data
-            if data is None or data.strip() == b"[DONE]":
-                continue
-            try:
-                chunk = json_codec.loads(data)
-            except json_codec.InvalidJSON:
-                return events + self._broken("The upstream sent an invalid stream event")
-            if not isinstance(chunk, dict):
-                return events + self._broken(
-                    "The upstream sent a stream event that is not an object"
-                )
-            if chunk.get("error") is not None:
-                # Upstream text the shields have not seen: the message fails with the proxy's
-                # own words, never with it.
-                return events + self._broken(UPSTREAM_REPORTED)
-            try:
-                events += translator.chunk(chunk)
-            except MalformedChunk as exc:
-                return events + self._broken(f"The upstream sent an invalid stream event: {exc}")
-        end = self.guard.ending
-        if end is None:
-            return events
-        if end.state is GuardState.BLOCKED:
-            if self._refusal.style == "error":
-                return events + translator.error("invalid_request_error", self._refusal.message)
-            return events + translator.refuse(self._refusal.message)
-        if end.state is GuardState.FAILED:
-            return events + translator.fail(end.message)
-        try:
-            return events + translator.complete()
+            return self.translator.complete()
         except MalformedChunk as exc:
-            return events + self._broken(f"The upstream sent an invalid reply: {exc}")
-
-    def _broken(self, message: str) -> list[Event]:
-        # The guard passes events it has no reason to read (no output shields): the translator
-        # is then the first to find a broken one, and fails the stream closed itself.
-        self.guard.fail(message)
-        return self.translator.fail(message)
+            return self._broken(f"The upstream sent an invalid reply: {exc}")

@@ -40,10 +40,7 @@ from proxy.endpoints.responses_request import (
 )
 from proxy.endpoints.responses_stream import (
     STREAM_FAILED,
-    UPSTREAM_REPORTED,
-    Event,
     GuardedResponseStream,
-    MalformedChunk,
     ResponseTranslator,
     encode_events,
     refusal_events,
@@ -74,6 +71,7 @@ from proxy.mcp.tools import McpTool
 from proxy.serving.off_loop import off_loop_if_large, off_loop_unless, parse_on_loop
 from proxy.state import BLOCKED_HEADER, RESPONSE_STORE, SETTINGS, UPSTREAM, read_body
 from proxy.store.responses import StoredResponse
+from proxy.stream.translated import UPSTREAM_REPORTED, Event, MalformedChunk
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage

@@ -38,31 +38,24 @@ from typing import Any
 from proxy.endpoints.responses_request import new_id
 from proxy.exchange.refusal import REFUSAL_SEPARATOR
 from proxy.mcp.tools import McpTool, McpTools
-from proxy.stream.guard import GuardState, StreamEnd, StreamGuard
-from proxy.stream.sse import SSEDecoder, SSEError
+from proxy.stream.guard import StreamGuard
+from proxy.stream.translated import Event, MalformedChunk, TranslatedStream
 from shields import json_codec
 from shields.openai.fields import serialize_arguments
 from shields.policy import Refusal
 
 __all__ = [
     "STREAM_FAILED",
-    "UPSTREAM_REPORTED",
     "GuardedResponseStream",
-    "MalformedChunk",
     "ResponseTranslator",
     "TurnCall",
     "encode_events",
-    "no_tail",
     "refusal_events",
 ]
 
-Event = dict[str, Any]
-
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 
-# The proxy's own words for a failed upstream; an upstream's error text is never passed on
-# (the same wording as the chat endpoint's in-band error, ``StreamGuard``).
-UPSTREAM_REPORTED = "The upstream reported an error mid-stream"
+# The proxy's own words for a failed upstream; an upstream's error text is never passed on.
 STREAM_FAILED = "The upstream stream failed"
 
 
@@ -72,10 +65,6 @@ def encode_events(events: list[Event]) -> bytes:
         b"event: " + event["type"].encode() + b"\ndata: " + json_codec.dumps(event) + b"\n\n"
         for event in events
     )
-
-
-class MalformedChunk(ValueError):
-    """A released upstream event the translator cannot read: the response fails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -889,11 +878,10 @@ def refusal_events(translator: ResponseTranslator, refusal: Refusal) -> list[Eve
     return translator.refuse(refusal.message)
 
 
-class GuardedResponseStream:
-    """Upstream bytes -> StreamGuard -> released chunks -> Responses events.
-
-    The guard renders nothing at its end (this sets its ``render_end`` to ``no_tail``): how the
-    stream ended comes typed (``StreamGuard.ending``) and becomes the Responses form of it here.
+class GuardedResponseStream(TranslatedStream[ResponseTranslator]):
+    """Upstream bytes -> StreamGuard -> released chunks -> Responses events
+    (``TranslatedStream``): a block ends in the policy's refusal, a finished stream completes
+    the response — or only its inference turn, for one turn of several (``turn``: MCP tools).
     """
 
     def __init__(
@@ -904,95 +892,21 @@ class GuardedResponseStream:
         *,
         turn: bool = False,
     ):
-        guard.render_end = no_tail
-        self.guard = guard
-        self.translator = translator
+        super().__init__(guard, translator)
         self._refusal = refusal
         # One inference turn of several (MCP tools): its end ends the turn, not the response.
         self._turn = turn
         self._turn_ended = False
-        self._upstream = SSEDecoder()
-        self._released = SSEDecoder()
 
     @property
     def closed(self) -> bool:
         return self.translator.ended or self._turn_ended
 
-    @property
-    def blocked(self) -> bool:
-        return self.guard.blocked
+    def _refuse(self) -> list[Event]:
+        return refusal_events(self.translator, self._refusal)
 
-    def feed(self, data: bytes) -> list[Event]:
-        """One network read of the upstream body: framed, fed and flushed by the guard (in
-        runs of look-alike events once it knows their shape, as for chat completions)."""
-        try:
-            released = self.guard.feed_read(self._upstream, data)
-        except SSEError:
-            return self.fail("The upstream sent an oversized stream event")
-        return self._take(released)
-
-    def checks(self) -> list[Event]:
-        """Remote shields' verdicts arrived."""
-        return self._take(self.guard.collect_checks())
-
-    def end(self) -> list[Event]:
-        """The upstream body ended."""
-        if self.closed:
-            return []
-        return self._take(self.guard.end(truncated=bool(self._upstream.finish())))
-
-    def fail(self, message: str) -> list[Event]:
-        if self.closed:
-            return []
-        return self._take(self.guard.fail(message))
-
-    def _take(self, released: bytes | memoryview) -> list[Event]:
-        """Translates what one guard call released, then its end if it ended: what passed
-        before a block or a failure in the same network read is sent, as on chat."""
-        if self.closed:
-            return []
-        translator = self.translator
-        events: list[Event] = []
-        for event in self._released.feed(bytes(released)):
-            data = event.data
-            if data is None or data.strip() == b"[DONE]":
-                continue
-            try:
-                chunk = json_codec.loads(data)
-            except json_codec.InvalidJSON:
-                return events + self._broken("The upstream sent an invalid stream event")
-            if not isinstance(chunk, dict):
-                return events + self._broken(
-                    "The upstream sent a stream event that is not an object"
-                )
-            if chunk.get("error") is not None:
-                # Upstream text the shields have not seen (it may echo the prompt or a partial
-                # answer): the response fails with the proxy's own words, never with it.
-                return events + self._broken(UPSTREAM_REPORTED)
-            try:
-                events += translator.chunk(chunk)
-            except MalformedChunk as exc:
-                return events + self._broken(f"The upstream sent an invalid stream event: {exc}")
-        end = self.guard.ending
-        if end is None:
-            return events
-        if end.state is GuardState.BLOCKED:
-            return events + refusal_events(translator, self._refusal)
-        if end.state is GuardState.FAILED:
-            return events + translator.fail(end.message)
+    def _complete(self) -> list[Event]:
         if self._turn:
             self._turn_ended = True
-            return events + translator.end_turn()
-        return events + translator.complete()
-
-    def _broken(self, message: str) -> list[Event]:
-        # The guard passes events it has no reason to read (no output shields): the translator
-        # is then the first to find a broken one, and fails the stream closed itself.
-        self.guard.fail(message)
-        return self.translator.fail(message)
-
-
-def no_tail(end: StreamEnd) -> bytes:
-    """The guard's end rendering for the Responses API: nothing (``GuardedResponseStream``
-    renders the typed end as Responses events)."""
-    return b""
+            return self.translator.end_turn()
+        return self.translator.complete()

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proxy.endpoints.responses_request import ApprovalResponse, ResponsesRequest
-from proxy.endpoints.responses_stream import Event, ResponseTranslator, refusal_events
+from proxy.endpoints.responses_stream import ResponseTranslator, refusal_events
 from proxy.errors import BadRequest, ExternalConnectorError
 from proxy.mcp.checks import MCP_RESULT, check_result, check_tools
 from proxy.mcp.client import McpError, McpLimits, call_tool, list_tools
@@ -49,6 +49,7 @@ from proxy.mcp.servers import allow_list
 from proxy.mcp.tools import McpServerSpec, McpTool, McpTools, listed_tool
 from proxy.settings import Settings
 from proxy.store.responses import StoredResponse
+from proxy.stream.translated import Event
 from shields import json_codec
 
 if TYPE_CHECKING:

@@ -20,16 +20,12 @@ import openai
 import pytest
 
 from proxy.endpoints.responses_request import parse_responses_request
-from proxy.endpoints.responses_stream import (
-    UPSTREAM_REPORTED,
-    GuardedResponseStream,
-    ResponseTranslator,
-    no_tail,
-)
+from proxy.endpoints.responses_stream import GuardedResponseStream, ResponseTranslator
 from proxy.exchange.refusal import StreamContext
 from proxy.serving.server import RunningServer
 from proxy.stream.guard import StreamGuard
 from proxy.stream.sse import encode_data
+from proxy.stream.translated import UPSTREAM_REPORTED, no_tail
 from shields.policy import parse_policy
 from tests.conftest import ProxyFactory
 from tests.support.constants import BANNED_OUT, MODEL

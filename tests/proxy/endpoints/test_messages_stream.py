@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from proxy.endpoints.messages_stream import GuardedMessageStream, MessageTranslator
-from proxy.endpoints.responses_stream import MalformedChunk, no_tail
 from proxy.exchange.refusal import StreamContext
 from proxy.stream.guard import StreamGuard
+from proxy.stream.translated import MalformedChunk, no_tail
 from shields.policy import CompiledPolicy, parse_policy
 from shields.scan import check_text
 from tests.support.fake_upstream import chat_completion, chunk, sse, usage_chunk
