@@ -86,9 +86,11 @@ TOKEN_KEYS = (
     r"|consumer|license)[ _-]?key"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
-    # `totp_seed`), SonarQube's token property (`sonar.login`), from the start of a word or name
-    # part.
-    r"|(?:\b|_)(?:salt|pepper|(?:t?otp|mfa|2fa)[ _-]?seed|sonar[._-]?login))[A-Za-z0-9_-]{0,20}"
+    # `totp_seed`, `otp_secret`, `hotpKey`: from the one-time password word on, so that the
+    # judge sees it), SonarQube's token property (`sonar.login`), from the start of a word or
+    # name part.
+    r"|(?:\b|_)(?:salt|pepper|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key)|sonar[._-]?login))"
+    r"[A-Za-z0-9_-]{0,20}"
 )
 # "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
 # as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the start of a word
@@ -351,6 +353,9 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
 # its camelCase capital or the "_" before it.
 _SALT_KEY = re.compile(r"[A-Za-z0-9_]?(?i:salt|pepper)(?![a-z])")
 _INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
+# A one-time password key (`otp_secret`, `totpSeed`, `MFA_KEY`, `2fa: ...`), as the token-key
+# rule's match starts: at the word, or at the "_" before it.
+_OTP_KEY = re.compile(r"_?(?i:h?otp|totp|mfa|2fa)")
 _BEARER = re.compile(r"(?i:bearer)(?:[ \t]|\\t)+$")
 _BEARER_MIN_LENGTH = 20
 
@@ -383,6 +388,11 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
         return False
     if _SALT_KEY.match(context):
         return _password_value(context, value, thresholds)
+    if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value):
+        # A one-time password seed is base32 in either case, and a random one may be letters
+        # alone (1 in 25 of 16 characters): the key says what it is, the value need only look
+        # generated.
+        return _otp_seed_any_case(value)
     if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
         # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
         # the lower threshold of hexadecimal and base32 values.
@@ -454,6 +464,24 @@ def _bundler_value(context: str, value: str, thresholds: Thresholds) -> bool:
 
 # Base32 (RFC 4648), as authenticator apps show a seed: one run, or groups of four.
 _SEED_GROUPS = re.compile(r"[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4})+")
+# A seed of 80 bits and more (16 characters), padded or not.
+_BASE32_SEED = re.compile(r"[A-Za-z2-7]{16,}=*")
+# Runs of a keyboard's letter rows: typed into a demo seed ("QWERTYUIOPASDFGH"), not generated.
+_KEYBOARD = re.compile(r"qwer|wert|erty|rtyu|tyui|yuio|uiop|asdf|sdfg|dfgh|fghj|zxcv|xcvb", re.I)
+
+
+def _otp_seed_any_case(value: str) -> bool:
+    """A base32 seed where the context says it is one (an ``otpauth://`` URI, a one-time
+    password key): one case throughout (base32 has one; a mix is a word or a name) and
+    random-looking; letters alone are allowed."""
+    seed = value.rstrip("=")
+    if not (seed.isupper() or seed.islower()) or len(seed) < 16 or _KEYBOARD.search(seed):
+        return False
+    return random_looking(seed.upper(), 3.0)
+
+
+def _otp_uri_seed(secret: str, _: Thresholds) -> bool:
+    return _otp_seed_any_case(secret)
 
 
 def _otp_seed(secret: str, thresholds: Thresholds) -> bool:
@@ -688,6 +716,18 @@ CONFIG_RULES: tuple[Rule, ...] = (
         judge=_encoded_value,
         tail=r"[A-Za-z0-9._~-]{1,64}",
         defers_to_prefixes=True,
+    ),
+    Rule(
+        "otpauth_uri_seed",
+        "The seed of a one-time password URI (otpauth://totp/Label?secret=BASE32&issuer=...), "
+        "as QR codes and authenticator exports hold it",
+        r"\botpauth://",
+        # The label (URL-encoded: no blanks), then at most two parameters before `secret`.
+        # Bounded as every rule: the longest match bounds a stream's hold-back (max_match).
+        r"[ht]otp/[^\s?#\"'<>]{0,24}\?(?:[A-Za-z]{1,8}=[^\s&#\"'<>]{0,12}&){0,2}secret="
+        r"([A-Za-z2-7]{16,52}={0,4})",
+        _otp_uri_seed,
+        not_followed_by="A-Za-z0-9",
     ),
     Rule(
         "otp_seed",
