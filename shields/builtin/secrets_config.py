@@ -33,6 +33,7 @@ from shields.builtin.secrets_rules import (
     ASCENDING,
     PLACEHOLDER_WORDS,
     REPEATED,
+    Judge,
     Rule,
     Thresholds,
     generic_value,
@@ -181,6 +182,15 @@ _VALUE_LAST = r"[^\x00-\x20\x7f-\xff\"'`<>;,\\&{}\[\].:)]"
 _VALUE = f"({_VALUE_FIRST}(?:{_VALUE_CHAR}{{0,62}}{_VALUE_LAST})?)"
 # A value longer than 64 characters goes on in pieces of its own (``Rule.tail``).
 _VALUE_TAIL = f"{_VALUE_CHAR}{{0,63}}{_VALUE_LAST}"
+# A quoted literal is the value up to its closing quote, whatever it holds but blanks and
+# backslashes: generated keys use every symbol (WordPress's `define('AUTH_SALT', '...')`,
+# Django's SECRET_KEY), and a value cut at its first ";" or "&" would leave the rest of the
+# secret in the text. First in the body: a quote takes this branch, a bare value the other.
+_QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]"
+_WIDE_CHAR = r"[^\x00-\x20\x7f-\xff\"'`\\]"
+_WIDE_FIRST = r"[^\x00-\x20\x7f-\xff\"'`\\=]"
+_QUOTED_VALUE = f"{_QUOTE_ONLY}({_WIDE_FIRST}{_WIDE_CHAR}{{0,63}})"
+_KEY_VALUE = f"(?:{_QUOTED_VALUE}|{_OPEN_QUOTE}{_VALUE})"
 
 
 def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, ...] = ()) -> str:
@@ -205,7 +215,8 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
 
 # Template, variable and reference syntaxes: `${DB_PASS}`, `{{ vault_pw }}`, `%(pw)s`, `$(cat
 # f)`, `<password>`, `%env(X)%`, `$PASSWORD`, `@param`, `:symbol`, YAML tags and aliases.
-_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|%\(|<|^[$%@:!&*?#]|__[A-Z]")
+# (A "<" inside a generated value, which a quoted one may hold, is no template: `<word>` is.)
+_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|%\(|^<|<[A-Za-z_][\w .:-]*>|^[$%@:!&*?#]|__[A-Z]")
 _DEMO = re.compile(r"password|passwd|secret|changeme|change_me", re.IGNORECASE)
 # Whole values that stand for no value (matched whole: "nonentity" or "Xnull9" may be real).
 _NO_VALUE = frozenset(
@@ -251,6 +262,49 @@ _FLAG = re.compile(r"--?[A-Za-z]")  # `--digest`: the next option of a command l
 _COMPARISON = re.compile(r"[=!]==?[ \t]*\\?[\"'`]?$")
 
 
+# Characters only a quoted value holds (``_QUOTED_VALUE``): a value with them is a generated
+# secret only if it mixes kinds of characters as one does, and is no format string
+# (`f"{host}:{port}"`, `"%s;%s"`, `"{0},{1}"`) or a literal list, set or markup.
+_QUOTED_ONLY_CHARS = re.compile(r"[;,<>{}\[\]&]")
+_FORMAT = re.compile(r"\{[\w.:]*\}|%[-0-9.]*[sdrfx]|^[(\[{<]")
+
+
+def _symbol_literal(value: str) -> bool:
+    """A value with characters only quoted values hold reads as a generated one."""
+    if _QUOTED_ONLY_CHARS.search(value) is None:
+        return True
+    if _FORMAT.search(value):
+        return False
+    kinds = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+    )
+    return sum(kinds) >= 2 and len(value) >= 8
+
+
+def _call(value: str) -> bool:
+    """Code that calls a function (`getpass()`, `os.getenv("X"`): a name, then "(". Generated
+    keys hold "(" too (Django's), after a run that is no name."""
+    call = _CALL.match(value)
+    return call is not None and is_name(call.group()[:-1])
+
+
+def _quoted_whole(judge: Judge) -> Judge:
+    """``judge`` on a whole quoted value, else on its start up to the first character only a
+    quoted value holds (what a bare value's pattern would have taken): a literal whose start
+    is a password is one to its closing quote (`"Xk9#mq2&&Zp4"`)."""
+
+    def whole_or_start(context: str, value: str, thresholds: Thresholds) -> bool:
+        if judge(context, value, thresholds):
+            return True
+        cut = _QUOTED_ONLY_CHARS.search(value)
+        start = value[: cut.start()].rstrip(".:)") if cut else ""
+        return bool(start) and judge(context, start, thresholds)
+
+    return whole_or_start
+
+
 def _placeholder(value: str) -> bool:
     """A stand-in for a value rather than one: template syntax, a demo word, a mask."""
     return (
@@ -274,7 +328,7 @@ def _about_a_secret(context: str) -> bool:
 
 def _not_a_literal(value: str) -> bool:
     """A word, a name or call in code, a number, a version, a path, an address: not a secret."""
-    if _WORD.fullmatch(value) or _NUMBER.fullmatch(value) or _CALL.match(value):
+    if _WORD.fullmatch(value) or _NUMBER.fullmatch(value) or _call(value):
         return True
     # Prose: a word ending a question ("Passwort angeben?"; "cackle!" may be a password),
     # alternatives ("read/write", "anda|apa"), a parenthesis opened after a key word
@@ -323,6 +377,8 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a password key that is a password someone set."""
     if len(value) < thresholds.min_password_length or _placeholder(value):
         return False
+    if not _symbol_literal(value):
+        return False
     if _not_a_literal(value) or _about_a_secret(context):
         return False
     quoted = _quoted(context)
@@ -362,7 +418,9 @@ _BEARER_MIN_LENGTH = 20
 
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a token/key/secret key that looks generated."""
-    if _placeholder(value) or _CALL.match(value) or _about_a_secret(context):
+    if _placeholder(value) or _call(value) or _about_a_secret(context):
+        return False
+    if not _symbol_literal(value):
         return False
     if "://" in value or _VERSION.search(value) or _COMPOUND_NAME.fullmatch(value):
         return False
@@ -562,8 +620,8 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "config or code syntax: INI, .env, YAML, JSON, XML, define(), assignments, export, "
         ".netrc, connection strings (Password=...;), command lines",
         _key_rule_prefix(PASSWORD_KEYS, more=PASSWORD_PROSE_SEPARATORS),
-        _OPEN_QUOTE + _VALUE,
-        judge=_password_value,
+        _KEY_VALUE,
+        judge=_quoted_whole(_password_value),
         tail=_VALUE_TAIL,
         defers_to_prefixes=True,
     ),
@@ -583,8 +641,8 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "secret_key_base...) in any config or code syntax",
         # "The API token is ...", "secret for staging: ...": the judge wants a generated value.
         _key_rule_prefix(TOKEN_KEYS, SHORT_TOKEN_KEYS, more=PASSWORD_PROSE_SEPARATORS),
-        _OPEN_QUOTE + _VALUE,
-        judge=_token_value,
+        _KEY_VALUE,
+        judge=_quoted_whole(_token_value),
         tail=_VALUE_TAIL,
         defers_to_prefixes=True,
     ),

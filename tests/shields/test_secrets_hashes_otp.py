@@ -240,3 +240,54 @@ def test_a_seed_of_letters_alone_next_to_a_one_time_password_key_is_a_secret(
 )
 def test_one_time_password_key_placeholders_do_not_fire(text: str) -> None:
     assert found(text) == []
+
+
+# -- quoted values that hold symbols -------------------------------------------------------------
+
+SYMBOLS = string.ascii_letters + string.digits + "!@#$%^&*()-_=+[]{}|;:,.<>/?~"
+
+
+def generated_with_symbols(n: int) -> str:
+    """A generated key of every printable kind (as WordPress and Django make them), with
+    characters a bare value cannot hold in its first half."""
+    while True:
+        value = "k7Q" + rand(n - 6, SYMBOLS) + ";&,"
+        value = value[: n // 2] + ";&," + value[n // 2 + 3 :]
+        if "{" not in value and "%" not in value:  # no format-string look-alike
+            return value
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "define('AUTH_SALT', '{}');",
+        'SECRET_KEY = "{}"',
+        "db_password: '{}'",
+        '{{"api_key": "{}"}}',
+    ],
+)
+def test_a_quoted_value_with_symbols_is_redacted_to_its_closing_quote(template: str) -> None:
+    value = generated_with_symbols(48)
+    text = template.format(value)
+    assert [v for _, v in found(text)] == [value]
+    out = redacted(text)
+    assert value[len(value) // 2 :] not in out  # nothing after the first ";" is left
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "define('LOGGED_IN_SALT', 'put your unique phrase here');",
+        'password = f"{prefix}-{suffix}"',
+        'token = "{0};{1}"',
+        "secret = '%s,%s'",
+        'api_key = "<your-api-key>"',
+        "password: '[hidden]'",
+        'key: "a,b,c,d,e,f"',
+        'password = "${DB_PASSWORD:-}"',
+        "auth_token = '{{ vault_token }}'",
+    ],
+)
+def test_quoted_formats_lists_and_placeholders_do_not_fire(text: str) -> None:
+    assert found(text) == []
