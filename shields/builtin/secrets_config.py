@@ -190,7 +190,13 @@ _QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]"
 _WIDE_CHAR = r"[^\x00-\x20\x7f-\xff\"'`\\]"
 _WIDE_FIRST = r"[^\x00-\x20\x7f-\xff\"'`\\=]"
 _QUOTED_VALUE = f"{_QUOTE_ONLY}({_WIDE_FIRST}{_WIDE_CHAR}{{0,63}})"
-_KEY_VALUE = f"(?:{_QUOTED_VALUE}|{_OPEN_QUOTE}{_VALUE})"
+# A key as escaped bytes (`SECRET_KEY = b"\xd3\x1f..."`, C's "\x8a\x11..."): up to 16 bytes a
+# piece, the rest in the tail's pieces.
+_ESCAPED_BYTES_RUN = r"(?:\\x[0-9a-fA-F]{2})"
+_KEY_VALUE = (
+    f"(?:{_QUOTE_ONLY}({_ESCAPED_BYTES_RUN}{{6,16}})|{_QUOTED_VALUE}|{_OPEN_QUOTE}{_VALUE})"
+)
+_KEY_VALUE_TAIL = f"(?:{_ESCAPED_BYTES_RUN}{{1,16}}|{_VALUE_TAIL})"
 
 
 def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, ...] = ()) -> str:
@@ -283,6 +289,18 @@ def _symbol_literal(value: str) -> bool:
     return sum(kinds) >= 2 and len(value) >= 8
 
 
+_ESCAPED_BYTES = re.compile(r"(?:\\x[0-9a-fA-F]{2})+")
+
+
+def _random_bytes(value: str) -> bool:
+    """Escaped bytes that look generated: mostly different (a mask or a counter is not)."""
+    data = bytes.fromhex(value.replace("\\x", ""))
+    if len(set(data)) < 0.75 * len(data):
+        return False
+    steps = {b - a for a, b in itertools.pairwise(data)}
+    return len(steps) > 1  # not 00 01 02 ... or 10 20 30 ...
+
+
 def _call(value: str) -> bool:
     """Code that calls a function (`getpass()`, `os.getenv("X"`): a name, then "(". Generated
     keys hold "(" too (Django's), after a run that is no name."""
@@ -296,6 +314,8 @@ def _quoted_whole(judge: Judge) -> Judge:
     is a password is one to its closing quote (`"Xk9#mq2&&Zp4"`)."""
 
     def whole_or_start(context: str, value: str, thresholds: Thresholds) -> bool:
+        if _ESCAPED_BYTES.fullmatch(value):
+            return _random_bytes(value) and not _about_a_secret(context)
         if judge(context, value, thresholds):
             return True
         cut = _QUOTED_ONLY_CHARS.search(value)
@@ -503,6 +523,14 @@ def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bo
     return not _not_a_literal(value)
 
 
+def _encoded_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The password of a ``user:password`` literal being encoded; a name of words joined by
+    colons (`'ns:component:name'`) is a key, not a credential."""
+    return _COMPOUND_NAME.fullmatch(value) is None and _after_user_password(
+        context, value, thresholds
+    )
+
+
 def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
     """The password of ``host:port:database:user:password``. The match starts at the port; a
     clock (``10:15:30:INFO:worker42``) reads as a port, then digits for a database."""
@@ -622,7 +650,7 @@ CONFIG_RULES: tuple[Rule, ...] = (
         _key_rule_prefix(PASSWORD_KEYS, more=PASSWORD_PROSE_SEPARATORS),
         _KEY_VALUE,
         judge=_quoted_whole(_password_value),
-        tail=_VALUE_TAIL,
+        tail=_KEY_VALUE_TAIL,
         defers_to_prefixes=True,
     ),
     # Before the token keys: `_auth = <base64>` is an npm user:password blob, said so.
@@ -635,6 +663,16 @@ CONFIG_RULES: tuple[Rule, ...] = (
         not_followed_by=r"A-Za-z0-9+/=",
     ),
     Rule(
+        "encoded_user_password",
+        "The password of a user:password literal that code base64-encodes for HTTP Basic "
+        "authorization: btoa('user:...'), base64.b64encode(b'user:...'), "
+        'Base64.getEncoder().encodeToString("user:...".getBytes()), base64_encode(...)',
+        r"\b(?:btoa|b64encode|base64_encode|encodeToString|encodebytes|encode64"
+        r"|strict_encode64)[ \t]{0,2}\([ \t]{0,2}",
+        r"(?:[bu]|u8)?\\?[\"'`][^\s:\"'`\\$]{1,40}:([^\s\"'`\\]{1,64})\\?[\"'`]",
+        judge=_encoded_password,
+    ),
+    Rule(
         "generic_secret",
         "A high-entropy value assigned to a secret, token, bearer, credentials or *_key key "
         "(api_key, access_key, private_key, auth_key, master_key, SECRET_KEY, "
@@ -643,7 +681,7 @@ CONFIG_RULES: tuple[Rule, ...] = (
         _key_rule_prefix(TOKEN_KEYS, SHORT_TOKEN_KEYS, more=PASSWORD_PROSE_SEPARATORS),
         _KEY_VALUE,
         judge=_quoted_whole(_token_value),
-        tail=_VALUE_TAIL,
+        tail=_KEY_VALUE_TAIL,
         defers_to_prefixes=True,
     ),
     Rule(

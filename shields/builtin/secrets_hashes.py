@@ -1,11 +1,17 @@
-"""Windows password hashes as tools write them, as data: the ``secrets`` shield's rules for NT
-and LM hashes (the NTLM authenticate message is a vendor-token rule, ``ntlm_authenticate``).
+"""Password hashes as tools and databases write them, as data: the ``secrets`` shield's rules
+for Windows NT and LM hashes and database servers' stored password hashes (crypt(3) and
+framework hashes are ``password_hash``; the NTLM authenticate message is a vendor-token rule,
+``ntlm_authenticate``).
 
 An NT hash is as good as the password on a Windows network (pass-the-hash). Hashes leak in
 the output of credential dumping tools pasted into tickets and chats:
 
 - pwdump and Impacket's secretsdump write ``user:RID:LM:NT:::``, 32 hexadecimal digits each;
-- mimikatz writes ``* NTLM     : <NT hash>``, and notes write ``nthash = ...``.
+- mimikatz writes ``* NTLM     : <NT hash>``, and notes write ``nthash = ...``;
+- MySQL stores ``*`` and 40 hexadecimal digits (SHA-1 twice), PostgreSQL ``md5`` and 32 or
+  ``SCRAM-SHA-256$<iterations>:<salt>$<stored key>:<server key>``: a dump of ``mysql.user`` or
+  ``pg_authid``, a ``CREATE ROLE ... PASSWORD 'md5...'`` migration. Each is cracked offline,
+  and a SCRAM stored key (or an MD5 one) logs in as it is.
 
 Each rule reports the hashes alone (the user's name stays). Hashes every installation shares
 are no secret: the LM hash of an empty password (``aad3b435...``), which dumps show when LM is off,
@@ -14,7 +20,7 @@ and the NT hash of an empty password (``31d6cfe0...``), a disabled or blank acco
 
 from __future__ import annotations
 
-from shields.builtin.secrets_rules import ASCENDING, REPEATED, Rule, Thresholds
+from shields.builtin.secrets_rules import ASCENDING, REPEATED, Rule, Thresholds, random_looking
 
 __all__ = ["HASH_RULES"]
 
@@ -48,6 +54,22 @@ def _nt_hash(secret: str, _: Thresholds) -> bool:
     return secret.lower() not in (_EMPTY_NT, _EMPTY_LM) and _digest(secret)
 
 
+def _hex_digest(secret: str, _: Thresholds) -> bool:
+    """``*`` + 40 or ``md5`` + 32 hexadecimal digits, the digits a digest's."""
+    return _digest(secret.lstrip("*").removeprefix("md5"))
+
+
+def _postgres_hash(secret: str, thresholds: Thresholds) -> bool:
+    if secret.startswith("md5"):
+        return _hex_digest(secret, thresholds)
+    # SCRAM: the salt and both keys must look generated (a template repeats "A" or "x").
+    _, _, rest = secret.partition(":")
+    return all(random_looking(part.rstrip("="), 3.5) for part in rest.replace("$", ":").split(":"))
+
+
+_B64 = "[A-Za-z0-9+/]"
+
+
 HASH_RULES: tuple[Rule, ...] = (
     Rule(
         "windows_hash_dump",
@@ -66,6 +88,25 @@ HASH_RULES: tuple[Rule, ...] = (
         r"\b(?i:ntlm(?:[ _-]?hash)?|nt[ _-]?hash|nthash)",
         f"\\\\?[\"']?[ \\t]{{0,12}}(?:=>|[=:])[ \\t]{{0,3}}\\\\?[\"']?({_HEX32})",
         _nt_hash,
+        not_followed_by="0-9A-Za-z",
+    ),
+    Rule(
+        "mysql_password_hash",
+        "MySQL's stored password hash (mysql_native_password): * and 40 hexadecimal digits",
+        # The "*" with a few digits: a "*" alone would hold text at every Markdown emphasis of
+        # a stream.
+        r"\*[0-9A-F]{8}",
+        "[0-9A-F]{32}",
+        _hex_digest,
+        not_followed_by="0-9A-Za-z",
+    ),
+    Rule(
+        "postgres_password_hash",
+        "PostgreSQL's stored password hash: md5 and 32 hexadecimal digits, or "
+        "SCRAM-SHA-256$<iterations>:<salt>$<stored key>:<server key>",
+        r"\b(?:md5[0-9a-f]{8}|SCRAM-SHA-256\$)",
+        f"(?:[0-9a-f]{{24}}|[0-9]{{1,7}}:{_B64}{{16,32}}={{0,2}}\\${_B64}{{43}}=:{_B64}{{43}}=)",
+        _postgres_hash,
         not_followed_by="0-9A-Za-z",
     ),
 )

@@ -378,6 +378,11 @@ FAKES: dict[str, Fake] = {
         lambda r: rand(r, 32, "0123456789abcdef") + ":" + rand(r, 32, "0123456789abcdef"),
     ),
     "nt_hash": _assigned("nthash = {}", lambda r: rand(r, 32, "0123456789abcdef")),
+    "mysql_password_hash": _whole(lambda r: "*" + rand(r, 40, "0123456789ABCDEF")),
+    "postgres_password_hash": _whole(lambda r: "md5" + rand(r, 32, "0123456789abcdef")),
+    "encoded_user_password": _assigned(
+        "btoa('deploy:{}')", lambda r: rand(r, 12, ALNUM + "!#%", mixed=True)
+    ),
 }
 
 HEX = "0123456789abcdef"

@@ -291,3 +291,123 @@ def test_a_quoted_value_with_symbols_is_redacted_to_its_closing_quote(template: 
 )
 def test_quoted_formats_lists_and_placeholders_do_not_fire(text: str) -> None:
     assert found(text) == []
+
+
+# -- keys as escaped bytes -----------------------------------------------------------------------
+
+
+def escaped(data: bytes) -> str:
+    return "".join(f"\\x{b:02x}" for b in data)
+
+
+@pytest.mark.parametrize(
+    "template",
+    ['app.secret_key = b"{}"', "SECRET_KEY = b'{}'", 'static const char *api_key = "{}";'],
+)
+@pytest.mark.parametrize("size", [12, 32])  # one piece; a key that goes on in tail pieces
+def test_a_key_written_as_escaped_bytes_is_redacted_whole(template: str, size: int) -> None:
+    value = escaped(RNG.randbytes(size))
+    text = template.format(value)
+    assert "".join(v for _, v in found(text)) == value
+    assert value[-8:] not in redacted(text)
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'salt = b"{escaped(bytes(12))}"',  # zeros
+        f'secret_key = b"{escaped(bytes(range(12)))}"',  # a counter
+        f'key_prefix = b"{escaped(b"ABCDEFGHIJKL")}"',  # about a key, and a run
+        f'token = b"{escaped(bytes([7, 7, 7, 9, 9, 9, 7, 7]))}"',
+    ],
+)
+def test_escaped_bytes_that_are_no_key_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+# -- database servers' password hashes -----------------------------------------------------------
+
+
+def b64(n: int) -> str:
+    return base64.b64encode(RNG.randbytes(n)).decode()
+
+
+@pytest.mark.parametrize(
+    ("label", "make"),
+    [
+        ("mysql_password_hash", lambda: "*" + rand(40, "0123456789ABCDEF")),
+        ("postgres_password_hash", lambda: "md5" + rand(32, HEX)),
+        (
+            "postgres_password_hash",
+            lambda: f"SCRAM-SHA-256$4096:{b64(16)}${b64(32)}:{b64(32)}",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "template",
+    [
+        "| app    | {} |",
+        "CREATE ROLE app LOGIN PASSWORD '{}';",
+        "rolpassword: {}\n",
+    ],
+)
+def test_a_database_password_hash_is_redacted(label: str, make: object, template: str) -> None:
+    assert callable(make)
+    value = make()
+    text = template.format(value)
+    assert found(text) == [(label, value)]
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "**BOLD** and *" + "ABCDEF01" + " more",
+        "*" + "0" * 40,
+        "*" + "0123456789ABCDEF" * 2 + "01234567",
+        "md5" + "f" * 32,
+        "the md5sum is " + rand(32, HEX),  # a checksum, named apart
+        f"SCRAM-SHA-256$4096:{'A' * 22}==${'A' * 43}=:{'A' * 43}=",
+        "*" + rand(40, "0123456789ABCDEF") + "0",  # too long: another value
+    ],
+)
+def test_database_hash_look_alikes_do_not_fire(text: str) -> None:
+    assert found(text) == []
+
+
+# -- user:password encoded in code ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'headers.Authorization = "Basic " + btoa("deploy:{}");',
+        "token = base64.b64encode(b'svc_ci:{}').decode()",
+        'Base64.getEncoder().encodeToString("admin:{}".getBytes(UTF_8))',
+        "$auth = base64_encode('api:{}');",
+        'Base64.strict_encode64("bot:{}")',
+    ],
+)
+def test_a_user_password_literal_encoded_in_code_is_redacted(template: str) -> None:
+    password = "Q" + rand(11, string.ascii_letters + string.digits + "!#%") + "7"
+    text = template.format(password)
+    assert found(text) == [("encoded_user_password", password)]
+    assert password not in redacted(text)
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "btoa('user:password')",
+        "btoa(`${user}:${pass}`)",
+        "btoa(username + ':' + password)",
+        "base64.b64encode(b'admin:admin')",
+        "base64.b64encode(b'api:<token>')",
+        "btoa('key:value')",
+        "btoa('ns:component:name')",
+    ],
+)
+def test_encoded_placeholders_and_variables_do_not_fire(text: str) -> None:
+    assert found(text) == []
