@@ -531,6 +531,24 @@ def _encoded_password(context: str, value: str, thresholds: Thresholds) -> bool:
     )
 
 
+_LETTER = re.compile(r"[A-Za-z]")
+# What other tools' -p takes: a program and its version (`python3`, `python3.11`), a git
+# revision (`HEAD~1`, `main^2`).
+_PROGRAM_OR_REVISION = re.compile(r"[a-z]+[0-9]{1,2}(?:\.[0-9]{1,2})?|\S*[~^][0-9]{0,3}")
+
+
+def _cli_option_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The value of a password option after a user option. Options of other tools share the
+    letters (`docker run -u app -p 8080:80`, `ssh -l ann -p 2222`, `-p prod-profile`, `mysql
+    -u root -p shop_db`, `git diff -U3 -p HEAD~1`): a port mapping has no letter, a profile,
+    file or database is a name."""
+    if _LETTER.search(value) is None or _PROGRAM_OR_REVISION.fullmatch(value):
+        return False
+    if _COMPOUND_NAME.fullmatch(value) or _SNAKE_NAME.fullmatch(value):
+        return False
+    return _after_user_password(context, value, thresholds)
+
+
 def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
     """The password of ``host:port:database:user:password``. The match starts at the port; a
     clock (``10:15:30:INFO:worker42``) reads as a port, then digits for a database."""
@@ -747,6 +765,23 @@ CONFIG_RULES: tuple[Rule, ...] = (
         r"(?:\$?[A-Za-z_]\w{0,20}|\\?[\"'][^\"'\r\n]{0,30}\\?[\"'])[ \t]{0,3},[ \t]{0,3}"
         r"\\?[\"'][^\"'\s]{1,24}\\?[\"'][ \t]{0,3},[ \t]{0,3}\\?[\"']([^\"'\s\\]{1,64})\\?[\"']",
         judge=_after_user_password,
+    ),
+    Rule(
+        "cli_option_password",
+        "A password given as a command-line option after the user's (`-u admin -p ...`, "
+        "`-U sa -P ...`, `-D cn=admin -w ...`, `-l root -p ...`, `/u:admin /p:...`, "
+        "`--username ann -p ...`) or joined to it (`smbclient -U admin%...`), as "
+        "penetration-testing, database, directory and remote-desktop tools take them "
+        "(`--password ...` is a password key's, ``config_password``)",
+        # From the user option, after a blank or a quote (`\B`: not inside a word).
+        r"\B(?:-[uUlD]|--user(?:name)?|/u(?:ser)?:)",
+        # The user: quoted (a distinguished name has blanks and commas) or a run.
+        r"[ \t=]{0,3}(?:\"[^\"\r\n]{1,32}\"|'[^'\r\n]{1,32}'|[^\s\"'%]{1,32})"
+        r"(?:%([^\s\"']{1,40})"
+        # At most one other option between them (`-d CORP`), then the password's.
+        r"|(?:[ \t]{1,2}-{1,2}[A-Za-z][\w-]{0,8}(?:[ \t]{1,2}[^\s-][^\s]{0,15})?)?"
+        r"[ \t]{1,2}(?:-[pPw]|/p:)[ \t=]{0,3}\\?[\"']?([^\s\"'\\]{1,40}))",
+        judge=_cli_option_password,
     ),
     Rule(
         "pgpass_password",

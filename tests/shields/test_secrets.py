@@ -380,6 +380,9 @@ FAKES: dict[str, Fake] = {
     "nt_hash": _assigned("nthash = {}", lambda r: rand(r, 32, "0123456789abcdef")),
     "mysql_password_hash": _whole(lambda r: "*" + rand(r, 40, "0123456789ABCDEF")),
     "postgres_password_hash": _whole(lambda r: "md5" + rand(r, 32, "0123456789abcdef")),
+    "cli_option_password": _assigned(
+        "crackmapexec smb 10.0.0.7 -u ann -p {}", lambda r: rand(r, 12, mixed=True)
+    ),
     "encoded_user_password": _assigned(
         "btoa('deploy:{}')", lambda r: rand(r, 12, ALNUM + "!#%", mixed=True)
     ),

@@ -411,3 +411,51 @@ def test_a_user_password_literal_encoded_in_code_is_redacted(template: str) -> N
 )
 def test_encoded_placeholders_and_variables_do_not_fire(text: str) -> None:
     assert found(text) == []
+
+
+# -- password options after a user option on a command line --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "crackmapexec smb 10.0.0.0/24 -u admin -p {}",
+        "evil-winrm -i 10.0.0.5 -u administrator -p '{}'",
+        "sqlcmd -S db01 -U sa -P {}",
+        'ldapsearch -x -D "cn=admin,dc=corp,dc=test" -w {} -b dc=corp',
+        "xfreerdp /u:ann /p:{} /v:10.0.0.9",
+        "docker login --username ann -p {} registry.test",
+        "nxc smb 10.0.0.5 -u svc -d CORP -p {}",
+        "smbclient //fs01/share -U backup%{}",
+    ],
+)
+def test_a_password_option_after_a_user_option_is_redacted(template: str) -> None:
+    password = "Q" + rand(10, string.ascii_letters + string.digits + "!#") + "7"
+    text = template.format(password)
+    assert found(text) == [("cli_option_password", password)]
+    assert password not in redacted(text)
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker run -u 1000:1000 -p 8080:80 nginx",
+        "docker run -u app -p 127.0.0.1:5432:5432 postgres",
+        "ssh -l ann -p 2222 host.test",
+        "python -u train.py -p config.yaml",
+        "mysql -u root -p shop_db < dump.sql",
+        "git diff -U3 -p HEAD~1",
+        "pip install -U pip -p python3.12",
+        "crackmapexec smb 10.0.0.5 -u users.txt -p passwords.txt",
+        "crackmapexec smb 10.0.0.5 -u admin -p <password>",
+        'docker login -u ann -p "${REGISTRY_PASSWORD}"',
+        "hydra -l admin -P rockyou.txt ssh://10.0.0.5",
+        "xfreerdp /u:admin /p:password /v:host",
+        'Use "-u username -p password" to log in.',
+        "smbclient -L fs01 -U guest%",
+        "strace -u nobody -p 31337",
+    ],
+)
+def test_other_options_and_placeholders_are_no_password(text: str) -> None:
+    assert found(text) == []
