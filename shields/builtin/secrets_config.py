@@ -428,6 +428,8 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
 # password's, a typed secret's. The match starts at the key word, or at the character before
 # its camelCase capital or the "_" before it.
 _SALT_KEY = re.compile(r"[A-Za-z0-9_]?(?i:salt|pepper)(?![a-z])")
+_SALT_MIN_DIGITS = 10
+_SALT_MIN_DISTINCT = 7
 _INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
 # A one-time password key (`otp_secret`, `totpSeed`, `MFA_KEY`, `2fa: ...`), as the token-key
 # rule's match starts: at the word, or at the "_" before it.
@@ -465,6 +467,10 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     if _COMPARISON.search(context) and not quoted:
         return False
     if _SALT_KEY.match(context):
+        # A salt may be a long random number (`SALT=8472919361`), which a password is not: ten
+        # digits and more, most of them different (a date, a count or a typed run is not).
+        if value.isdigit() and len(value) >= _SALT_MIN_DIGITS:
+            return len(set(value)) >= _SALT_MIN_DISTINCT and not _placeholder(value)
         return _password_value(context, value, thresholds)
     if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value):
         # A one-time password seed is base32 in either case, and a random one may be letters

@@ -459,3 +459,25 @@ def test_a_password_option_after_a_user_option_is_redacted(template: str) -> Non
 )
 def test_other_options_and_placeholders_are_no_password(text: str) -> None:
     assert found(text) == []
+
+
+# -- numeric salts -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", ["SALT={}", "salt: {}", '$pepper = "{}";'])
+def test_a_long_random_number_next_to_a_salt_key_is_a_secret(template: str) -> None:
+    while True:
+        value = rand(12, string.digits)
+        if len(set(value)) >= 7 and value[0] != "0":
+            break
+    text = template.format(value)
+    assert found(text) == [("generic_secret", value)]
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["SALT_ROUNDS=12", "salt: 20240101", "salt = 1234567890", "salt = 1000000000", "salt_len = 16"],
+)
+def test_counts_dates_and_runs_next_to_a_salt_key_are_not(text: str) -> None:
+    assert found(text) == []
