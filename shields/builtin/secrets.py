@@ -69,6 +69,7 @@ from shields.builtin.regex import (
     searcher,
 )
 from shields.builtin.secrets_config import CONFIG_RULES, VETO_RULES
+from shields.builtin.secrets_hashes import HASH_RULES
 from shields.builtin.secrets_keys import KEY_RULES
 from shields.builtin.secrets_rules import (
     Rule,
@@ -273,7 +274,7 @@ VENDOR_RULES: tuple[Rule, ...] = (
 
 # Vendor formats before the configuration rules: `NPM_TOKEN=npm_...` is an npm token, reported
 # whole by its own rule (the configuration rules defer to every vendor prefix).
-RULES: tuple[Rule, ...] = VENDOR_RULES + KEY_RULES + VENDOR_TOKEN_RULES + CONFIG_RULES
+RULES: tuple[Rule, ...] = VENDOR_RULES + KEY_RULES + VENDOR_TOKEN_RULES + HASH_RULES + CONFIG_RULES
 
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 _BY_ID = {rule.id: rule for rule in RULES}
@@ -363,7 +364,7 @@ class _Compiled:
 
     rule: Rule
     group: int  # the rule's wrapping group in the combined pattern
-    secret_group: int | None  # its secret's group, when the body has one
+    secret_groups: int  # how many groups its own pattern has: the secret is the first taken
     placeholder: str
     not_followed_by: frozenset[int]  # bytes
     tail: Searcher | None  # anchored
@@ -416,6 +417,16 @@ def _class_bytes(char_class: str) -> frozenset[int]:
     return frozenset(b for b in range(128) if pattern.fullmatch(chr(b)))
 
 
+def _secret_span(rule: _Compiled, spans: Spans) -> tuple[int, int]:
+    """Where the secret of a match of ``rule``'s own pattern is: its first capture group that
+    took part (alternatives of a body each capture their value: a quoted literal, a bare
+    one), else the whole match."""
+    for span in spans[1 : 1 + rule.secret_groups]:
+        if span[0] >= 0:
+            return span[0], span[1]
+    return spans[0][0], spans[0][1]
+
+
 class SecretsShield(Shield):
     type_name = "secrets"
 
@@ -438,8 +449,6 @@ class SecretsShield(Shield):
         for rule in rules:
             pattern = rule.prefix + rule.body
             inner = compile_pattern(pattern, case_sensitive=True).groups
-            if inner > 1:
-                raise AssertionError(f"rule {rule.id}: at most one capture group")
             parts.append(f"({pattern})")
             main_width = max(main_width, _width(pattern))
             tail_reach = 0
@@ -449,7 +458,7 @@ class SecretsShield(Shield):
                 _Compiled(
                     rule=rule,
                     group=group,
-                    secret_group=group + 1 if inner else None,
+                    secret_groups=inner,
                     placeholder=spec.placeholders.get(rule.id, spec.placeholder),
                     not_followed_by=_class_bytes(rule.not_followed_by)
                     if rule.not_followed_by
@@ -975,7 +984,7 @@ class _SecretsScanner(Scanner):
         for index in sorted(shield._rule_set.Match(context) or ()):
             rule = shield._rules[index]
             spans = rule.own(buf, at, size)
-            secret_start, secret_end = spans[1] if rule.secret_group is not None else spans[0]
+            secret_start, secret_end = _secret_span(rule, spans)
             if self._judge(buf, rule, at, secret_start, secret_end):
                 return rule, spans
         return None
@@ -987,7 +996,7 @@ class _SecretsScanner(Scanner):
         end = spans[0][1]
         if rule.rule.veto:
             return off + end
-        secret_start, secret_end = spans[1] if rule.secret_group is not None else spans[0]
+        secret_start, secret_end = _secret_span(rule, spans)
         found.append(self._finding(rule, off + secret_start, off + secret_end))
         if rule.tail is not None:
             self._tail = rule

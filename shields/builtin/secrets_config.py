@@ -33,6 +33,7 @@ from shields.builtin.secrets_rules import (
     ASCENDING,
     PLACEHOLDER_WORDS,
     REPEATED,
+    Judge,
     Rule,
     Thresholds,
     generic_value,
@@ -86,9 +87,11 @@ TOKEN_KEYS = (
     r"|consumer|license)[ _-]?key"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
-    # `totp_seed`), SonarQube's token property (`sonar.login`), from the start of a word or name
-    # part.
-    r"|(?:\b|_)(?:salt|pepper|(?:t?otp|mfa|2fa)[ _-]?seed|sonar[._-]?login))[A-Za-z0-9_-]{0,20}"
+    # `totp_seed`, `otp_secret`, `hotpKey`: from the one-time password word on, so that the
+    # judge sees it), SonarQube's token property (`sonar.login`), from the start of a word or
+    # name part.
+    r"|(?:\b|_)(?:salt|pepper|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key)|sonar[._-]?login))"
+    r"[A-Za-z0-9_-]{0,20}"
 )
 # "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
 # as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the start of a word
@@ -179,6 +182,21 @@ _VALUE_LAST = r"[^\x00-\x20\x7f-\xff\"'`<>;,\\&{}\[\].:)]"
 _VALUE = f"({_VALUE_FIRST}(?:{_VALUE_CHAR}{{0,62}}{_VALUE_LAST})?)"
 # A value longer than 64 characters goes on in pieces of its own (``Rule.tail``).
 _VALUE_TAIL = f"{_VALUE_CHAR}{{0,63}}{_VALUE_LAST}"
+# A quoted literal is the value up to its closing quote, whatever it holds but blanks and
+# backslashes: generated keys use every symbol (WordPress's `define('AUTH_SALT', '...')`,
+# Django's SECRET_KEY), and a value cut at its first ";" or "&" would leave the rest of the
+# secret in the text. First in the body: a quote takes this branch, a bare value the other.
+_QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]"
+_WIDE_CHAR = r"[^\x00-\x20\x7f-\xff\"'`\\]"
+_WIDE_FIRST = r"[^\x00-\x20\x7f-\xff\"'`\\=]"
+_QUOTED_VALUE = f"{_QUOTE_ONLY}({_WIDE_FIRST}{_WIDE_CHAR}{{0,63}})"
+# A key as escaped bytes (`SECRET_KEY = b"\xd3\x1f..."`, C's "\x8a\x11..."): up to 16 bytes a
+# piece, the rest in the tail's pieces.
+_ESCAPED_BYTES_RUN = r"(?:\\x[0-9a-fA-F]{2})"
+_KEY_VALUE = (
+    f"(?:{_QUOTE_ONLY}({_ESCAPED_BYTES_RUN}{{6,16}})|{_QUOTED_VALUE}|{_OPEN_QUOTE}{_VALUE})"
+)
+_KEY_VALUE_TAIL = f"(?:{_ESCAPED_BYTES_RUN}{{1,16}}|{_VALUE_TAIL})"
 
 
 def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, ...] = ()) -> str:
@@ -203,7 +221,8 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
 
 # Template, variable and reference syntaxes: `${DB_PASS}`, `{{ vault_pw }}`, `%(pw)s`, `$(cat
 # f)`, `<password>`, `%env(X)%`, `$PASSWORD`, `@param`, `:symbol`, YAML tags and aliases.
-_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|%\(|<|^[$%@:!&*?#]|__[A-Z]")
+# (A "<" inside a generated value, which a quoted one may hold, is no template: `<word>` is.)
+_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|%\(|^<|<[A-Za-z_][\w .:-]*>|^[$%@:!&*?#]|__[A-Z]")
 _DEMO = re.compile(r"password|passwd|secret|changeme|change_me", re.IGNORECASE)
 # Whole values that stand for no value (matched whole: "nonentity" or "Xnull9" may be real).
 _NO_VALUE = frozenset(
@@ -249,6 +268,63 @@ _FLAG = re.compile(r"--?[A-Za-z]")  # `--digest`: the next option of a command l
 _COMPARISON = re.compile(r"[=!]==?[ \t]*\\?[\"'`]?$")
 
 
+# Characters only a quoted value holds (``_QUOTED_VALUE``): a value with them is a generated
+# secret only if it mixes kinds of characters as one does, and is no format string
+# (`f"{host}:{port}"`, `"%s;%s"`, `"{0},{1}"`) or a literal list, set or markup.
+_QUOTED_ONLY_CHARS = re.compile(r"[;,<>{}\[\]&]")
+_FORMAT = re.compile(r"\{[\w.:]*\}|%[-0-9.]*[sdrfx]|^[(\[{<]")
+
+
+def _symbol_literal(value: str) -> bool:
+    """A value with characters only quoted values hold reads as a generated one."""
+    if _QUOTED_ONLY_CHARS.search(value) is None:
+        return True
+    if _FORMAT.search(value):
+        return False
+    kinds = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+    )
+    return sum(kinds) >= 2 and len(value) >= 8
+
+
+_ESCAPED_BYTES = re.compile(r"(?:\\x[0-9a-fA-F]{2})+")
+
+
+def _random_bytes(value: str) -> bool:
+    """Escaped bytes that look generated: mostly different (a mask or a counter is not)."""
+    data = bytes.fromhex(value.replace("\\x", ""))
+    if len(set(data)) < 0.75 * len(data):
+        return False
+    steps = {b - a for a, b in itertools.pairwise(data)}
+    return len(steps) > 1  # not 00 01 02 ... or 10 20 30 ...
+
+
+def _call(value: str) -> bool:
+    """Code that calls a function (`getpass()`, `os.getenv("X"`): a name, then "(". Generated
+    keys hold "(" too (Django's), after a run that is no name."""
+    call = _CALL.match(value)
+    return call is not None and is_name(call.group()[:-1])
+
+
+def _quoted_whole(judge: Judge) -> Judge:
+    """``judge`` on a whole quoted value, else on its start up to the first character only a
+    quoted value holds (what a bare value's pattern would have taken): a literal whose start
+    is a password is one to its closing quote (`"Xk9#mq2&&Zp4"`)."""
+
+    def whole_or_start(context: str, value: str, thresholds: Thresholds) -> bool:
+        if _ESCAPED_BYTES.fullmatch(value):
+            return _random_bytes(value) and not _about_a_secret(context)
+        if judge(context, value, thresholds):
+            return True
+        cut = _QUOTED_ONLY_CHARS.search(value)
+        start = value[: cut.start()].rstrip(".:)") if cut else ""
+        return bool(start) and judge(context, start, thresholds)
+
+    return whole_or_start
+
+
 def _placeholder(value: str) -> bool:
     """A stand-in for a value rather than one: template syntax, a demo word, a mask."""
     return (
@@ -272,7 +348,7 @@ def _about_a_secret(context: str) -> bool:
 
 def _not_a_literal(value: str) -> bool:
     """A word, a name or call in code, a number, a version, a path, an address: not a secret."""
-    if _WORD.fullmatch(value) or _NUMBER.fullmatch(value) or _CALL.match(value):
+    if _WORD.fullmatch(value) or _NUMBER.fullmatch(value) or _call(value):
         return True
     # Prose: a word ending a question ("Passwort angeben?"; "cackle!" may be a password),
     # alternatives ("read/write", "anda|apa"), a parenthesis opened after a key word
@@ -321,6 +397,8 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a password key that is a password someone set."""
     if len(value) < thresholds.min_password_length or _placeholder(value):
         return False
+    if not _symbol_literal(value):
+        return False
     if _not_a_literal(value) or _about_a_secret(context):
         return False
     quoted = _quoted(context)
@@ -350,14 +428,21 @@ def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
 # password's, a typed secret's. The match starts at the key word, or at the character before
 # its camelCase capital or the "_" before it.
 _SALT_KEY = re.compile(r"[A-Za-z0-9_]?(?i:salt|pepper)(?![a-z])")
+_SALT_MIN_DIGITS = 10
+_SALT_MIN_DISTINCT = 7
 _INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
+# A one-time password key (`otp_secret`, `totpSeed`, `MFA_KEY`, `2fa: ...`), as the token-key
+# rule's match starts: at the word, or at the "_" before it.
+_OTP_KEY = re.compile(r"_?(?i:h?otp|totp|mfa|2fa)")
 _BEARER = re.compile(r"(?i:bearer)(?:[ \t]|\\t)+$")
 _BEARER_MIN_LENGTH = 20
 
 
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a token/key/secret key that looks generated."""
-    if _placeholder(value) or _CALL.match(value) or _about_a_secret(context):
+    if _placeholder(value) or _call(value) or _about_a_secret(context):
+        return False
+    if not _symbol_literal(value):
         return False
     if "://" in value or _VERSION.search(value) or _COMPOUND_NAME.fullmatch(value):
         return False
@@ -382,7 +467,16 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     if _COMPARISON.search(context) and not quoted:
         return False
     if _SALT_KEY.match(context):
+        # A salt may be a long random number (`SALT=8472919361`), which a password is not: ten
+        # digits and more, most of them different (a date, a count or a typed run is not).
+        if value.isdigit() and len(value) >= _SALT_MIN_DIGITS:
+            return len(set(value)) >= _SALT_MIN_DISTINCT and not _placeholder(value)
         return _password_value(context, value, thresholds)
+    if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value):
+        # A one-time password seed is base32 in either case, and a random one may be letters
+        # alone (1 in 25 of 16 characters): the key says what it is, the value need only look
+        # generated.
+        return _otp_seed_any_case(value)
     if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
         # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
         # the lower threshold of hexadecimal and base32 values.
@@ -435,6 +529,32 @@ def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bo
     return not _not_a_literal(value)
 
 
+def _encoded_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The password of a ``user:password`` literal being encoded; a name of words joined by
+    colons (`'ns:component:name'`) is a key, not a credential."""
+    return _COMPOUND_NAME.fullmatch(value) is None and _after_user_password(
+        context, value, thresholds
+    )
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+# What other tools' -p takes: a program and its version (`python3`, `python3.11`), a git
+# revision (`HEAD~1`, `main^2`).
+_PROGRAM_OR_REVISION = re.compile(r"[a-z]+[0-9]{1,2}(?:\.[0-9]{1,2})?|\S*[~^][0-9]{0,3}")
+
+
+def _cli_option_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The value of a password option after a user option. Options of other tools share the
+    letters (`docker run -u app -p 8080:80`, `ssh -l ann -p 2222`, `-p prod-profile`, `mysql
+    -u root -p shop_db`, `git diff -U3 -p HEAD~1`): a port mapping has no letter, a profile,
+    file or database is a name."""
+    if _LETTER.search(value) is None or _PROGRAM_OR_REVISION.fullmatch(value):
+        return False
+    if _COMPOUND_NAME.fullmatch(value) or _SNAKE_NAME.fullmatch(value):
+        return False
+    return _after_user_password(context, value, thresholds)
+
+
 def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
     """The password of ``host:port:database:user:password``. The match starts at the port; a
     clock (``10:15:30:INFO:worker42``) reads as a port, then digits for a database."""
@@ -454,6 +574,24 @@ def _bundler_value(context: str, value: str, thresholds: Thresholds) -> bool:
 
 # Base32 (RFC 4648), as authenticator apps show a seed: one run, or groups of four.
 _SEED_GROUPS = re.compile(r"[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4})+")
+# A seed of 80 bits and more (16 characters), padded or not.
+_BASE32_SEED = re.compile(r"[A-Za-z2-7]{16,}=*")
+# Runs of a keyboard's letter rows: typed into a demo seed ("QWERTYUIOPASDFGH"), not generated.
+_KEYBOARD = re.compile(r"qwer|wert|erty|rtyu|tyui|yuio|uiop|asdf|sdfg|dfgh|fghj|zxcv|xcvb", re.I)
+
+
+def _otp_seed_any_case(value: str) -> bool:
+    """A base32 seed where the context says it is one (an ``otpauth://`` URI, a one-time
+    password key): one case throughout (base32 has one; a mix is a word or a name) and
+    random-looking; letters alone are allowed."""
+    seed = value.rstrip("=")
+    if not (seed.isupper() or seed.islower()) or len(seed) < 16 or _KEYBOARD.search(seed):
+        return False
+    return random_looking(seed.upper(), 3.0)
+
+
+def _otp_uri_seed(secret: str, _: Thresholds) -> bool:
+    return _otp_seed_any_case(secret)
 
 
 def _otp_seed(secret: str, thresholds: Thresholds) -> bool:
@@ -534,9 +672,9 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "config or code syntax: INI, .env, YAML, JSON, XML, define(), assignments, export, "
         ".netrc, connection strings (Password=...;), command lines",
         _key_rule_prefix(PASSWORD_KEYS, more=PASSWORD_PROSE_SEPARATORS),
-        _OPEN_QUOTE + _VALUE,
-        judge=_password_value,
-        tail=_VALUE_TAIL,
+        _KEY_VALUE,
+        judge=_quoted_whole(_password_value),
+        tail=_KEY_VALUE_TAIL,
         defers_to_prefixes=True,
     ),
     # Before the token keys: `_auth = <base64>` is an npm user:password blob, said so.
@@ -549,15 +687,25 @@ CONFIG_RULES: tuple[Rule, ...] = (
         not_followed_by=r"A-Za-z0-9+/=",
     ),
     Rule(
+        "encoded_user_password",
+        "The password of a user:password literal that code base64-encodes for HTTP Basic "
+        "authorization: btoa('user:...'), base64.b64encode(b'user:...'), "
+        'Base64.getEncoder().encodeToString("user:...".getBytes()), base64_encode(...)',
+        r"\b(?:btoa|b64encode|base64_encode|encodeToString|encodebytes|encode64"
+        r"|strict_encode64)[ \t]{0,2}\([ \t]{0,2}",
+        r"(?:[bu]|u8)?\\?[\"'`][^\s:\"'`\\$]{1,40}:([^\s\"'`\\]{1,64})\\?[\"'`]",
+        judge=_encoded_password,
+    ),
+    Rule(
         "generic_secret",
         "A high-entropy value assigned to a secret, token, bearer, credentials or *_key key "
         "(api_key, access_key, private_key, auth_key, master_key, SECRET_KEY, "
         "secret_key_base...) in any config or code syntax",
         # "The API token is ...", "secret for staging: ...": the judge wants a generated value.
         _key_rule_prefix(TOKEN_KEYS, SHORT_TOKEN_KEYS, more=PASSWORD_PROSE_SEPARATORS),
-        _OPEN_QUOTE + _VALUE,
-        judge=_token_value,
-        tail=_VALUE_TAIL,
+        _KEY_VALUE,
+        judge=_quoted_whole(_token_value),
+        tail=_KEY_VALUE_TAIL,
         defers_to_prefixes=True,
     ),
     Rule(
@@ -625,6 +773,23 @@ CONFIG_RULES: tuple[Rule, ...] = (
         judge=_after_user_password,
     ),
     Rule(
+        "cli_option_password",
+        "A password given as a command-line option after the user's (`-u admin -p ...`, "
+        "`-U sa -P ...`, `-D cn=admin -w ...`, `-l root -p ...`, `/u:admin /p:...`, "
+        "`--username ann -p ...`) or joined to it (`smbclient -U admin%...`), as "
+        "penetration-testing, database, directory and remote-desktop tools take them "
+        "(`--password ...` is a password key's, ``config_password``)",
+        # From the user option, after a blank or a quote (`\B`: not inside a word).
+        r"\B(?:-[uUlD]|--user(?:name)?|/u(?:ser)?:)",
+        # The user: quoted (a distinguished name has blanks and commas) or a run.
+        r"[ \t=]{0,3}(?:\"[^\"\r\n]{1,32}\"|'[^'\r\n]{1,32}'|[^\s\"'%]{1,32})"
+        r"(?:%([^\s\"']{1,40})"
+        # At most one other option between them (`-d CORP`), then the password's.
+        r"|(?:[ \t]{1,2}-{1,2}[A-Za-z][\w-]{0,8}(?:[ \t]{1,2}[^\s-][^\s]{0,15})?)?"
+        r"[ \t]{1,2}(?:-[pPw]|/p:)[ \t=]{0,3}\\?[\"']?([^\s\"'\\]{1,40}))",
+        judge=_cli_option_password,
+    ),
+    Rule(
         "pgpass_password",
         "The password of a .pgpass-style line (hostname:port:database:username:password)",
         # From the port on: a prefix of the host, any word, would hold every word of a stream.
@@ -688,6 +853,18 @@ CONFIG_RULES: tuple[Rule, ...] = (
         judge=_encoded_value,
         tail=r"[A-Za-z0-9._~-]{1,64}",
         defers_to_prefixes=True,
+    ),
+    Rule(
+        "otpauth_uri_seed",
+        "The seed of a one-time password URI (otpauth://totp/Label?secret=BASE32&issuer=...), "
+        "as QR codes and authenticator exports hold it",
+        r"\botpauth://",
+        # The label (URL-encoded: no blanks), then at most two parameters before `secret`.
+        # Bounded as every rule: the longest match bounds a stream's hold-back (max_match).
+        r"[ht]otp/[^\s?#\"'<>]{0,24}\?(?:[A-Za-z]{1,8}=[^\s&#\"'<>]{0,12}&){0,2}secret="
+        r"([A-Za-z2-7]{16,52}={0,4})",
+        _otp_uri_seed,
+        not_followed_by="A-Za-z0-9",
     ),
     Rule(
         "otp_seed",

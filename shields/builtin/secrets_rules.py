@@ -205,8 +205,9 @@ class Rule:
 
     A match is ``prefix`` + ``body`` (RE2 syntax, ASCII only). The prefix is the rule's
     trigger: every match starts with it, so text with no prefix anywhere is never matched
-    further. The secret is the body's capture group when it has one (``password=`` is context,
-    not secret), else the whole match.
+    further. The secret is the body's first capture group that took part when it has groups
+    (``password=`` is context, not secret; alternatives of a body capture their own values),
+    else the whole match.
     """
 
     id: str

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import struct
 
 from shields.builtin.secrets_rules import Rule, Thresholds, Validator, random_looking
 
@@ -128,6 +129,27 @@ def _token_rule(
     """A prefixed token; ``ends`` are the characters that may not follow it (the body would
     go on: not this format), ``tail`` its continuation pieces when it may be longer."""
     return Rule(rule_id, description, prefix, body, check, not_followed_by=ends, tail=tail)
+
+
+# NTLMSSP message 3 (authenticate, MS-NLMP 2.2.1.3): the signature "NTLMSSP\0", the type (3,
+# little-endian), the LM response's length, maximum length and offset, then the NT response's.
+_NTLM_NT_FIELDS = struct.Struct("<HHI")
+_NTLM_NT_AT = 20  # bytes before the NT response's fields
+_NTLM_MIN_RESPONSE = 24  # NTLMv1's response; NTLMv2's is longer
+
+
+def _ntlm_authenticate(secret: str, _: Thresholds) -> bool:
+    """An authenticate message that answers with an NT response (an anonymous one has none).
+    Judged by its structure, not by entropy: its fixed fields are mostly zero bytes, "AAAA" in
+    base64, which the random-looking check takes for a typed run."""
+    try:
+        decoded = base64.b64decode(secret[:40], validate=True)  # 30 bytes: the fields above
+    except binascii.Error:
+        return False
+    if len(decoded) < _NTLM_NT_AT + _NTLM_NT_FIELDS.size:
+        return False
+    length, maximum, _offset = _NTLM_NT_FIELDS.unpack_from(decoded, _NTLM_NT_AT)
+    return bool(length >= _NTLM_MIN_RESPONSE and maximum >= length)
 
 
 VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
@@ -920,7 +942,7 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         "NTLM authenticate message (TlRMTVNTUAADAAAA...), as sent in `Authorization: NTLM`",
         r"\bTlRMTVNTUAADAAAA",
         f"[{_ALNUM}+/]{{28,64}}",
-        _generated("TlRMTVNTUAADAAAA", 3.0),
+        _ntlm_authenticate,
         ends=None,
         tail=f"[{_ALNUM}+/=]{{1,64}}",
     ),

@@ -11,6 +11,7 @@ import base64
 import json
 import random
 import string
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -73,6 +74,13 @@ def pem(rng: random.Random, kind: str = "RSA ", lines: int = 8, newline: str = "
         f"-----BEGIN {kind}PRIVATE KEY-----{newline}{body}{newline}{rand(rng, 20, B64)}=="
         f"{newline}-----END {kind}PRIVATE KEY-----"
     )
+
+
+def ntlm_authenticate(rng: random.Random) -> str:
+    """An NTLM authenticate message: its header (type 3, an LM and an NTLMv2 response's
+    fields), then random payload."""
+    head = b"NTLMSSP\0" + struct.pack("<IHHIHHI", 3, 24, 24, 88, 278, 278, 112)
+    return base64.b64encode(head + rng.randbytes(300)).decode()
 
 
 # rule id -> (fragment of text holding the secret, the secret itself)
@@ -357,11 +365,27 @@ FAKES: dict[str, Fake] = {
     "airtable_token": _whole(lambda r: "pat" + rand(r, 14, mixed=True) + "." + rand(r, 64, HEX)),
     "adobe_client_secret": _whole(lambda r: "p8e-" + rand(r, 32, mixed=True)),
     "payments_api_key": _whole(lambda r: "shippo_live_" + rand(r, 40, HEX)),
-    "ntlm_authenticate": _whole(lambda r: "TlRMTVNTUAADAAAA" + rand(r, 200, B64, mixed=True)),
+    "ntlm_authenticate": _whole(ntlm_authenticate),
     "bundler_credentials": _assigned(
         "BUNDLE_GEMS__CONTRIBSYS__COM=deploy:{}", lambda r: rand(r, 16, mixed=True)
     ),
     "otp_seed": _assigned("2FA recovery seed: {}", lambda r: rand(r, 31, B32) + "7"),
+    "otpauth_uri_seed": _assigned(
+        "otpauth://totp/Shop:ann?secret={}&issuer=Shop", lambda r: rand(r, 32, B32)
+    ),
+    "windows_hash_dump": _assigned(
+        "ann:1107:{}:::",
+        lambda r: rand(r, 32, "0123456789abcdef") + ":" + rand(r, 32, "0123456789abcdef"),
+    ),
+    "nt_hash": _assigned("nthash = {}", lambda r: rand(r, 32, "0123456789abcdef")),
+    "mysql_password_hash": _whole(lambda r: "*" + rand(r, 40, "0123456789ABCDEF")),
+    "postgres_password_hash": _whole(lambda r: "md5" + rand(r, 32, "0123456789abcdef")),
+    "cli_option_password": _assigned(
+        "crackmapexec smb 10.0.0.7 -u ann -p {}", lambda r: rand(r, 12, mixed=True)
+    ),
+    "encoded_user_password": _assigned(
+        "btoa('deploy:{}')", lambda r: rand(r, 12, ALNUM + "!#%", mixed=True)
+    ),
 }
 
 HEX = "0123456789abcdef"

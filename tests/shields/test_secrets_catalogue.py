@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import random
 import string
+import struct
 
 import pytest
 
@@ -110,7 +111,15 @@ VENDOR_TOKENS: list[tuple[str, str]] = [
     ("payments_api_key", "duffel_live_" + rand(43, URLSAFE)),
     ("payments_api_key", f"FLWSECK-{rand(32, HEX)}-X"),
     ("payments_api_key", "access-production-" + uuid()),
-    ("ntlm_authenticate", "TlRMTVNTUAADAAAA" + rand(180, B64) + "=="),
+    # Type 3, with an LM and an NTLMv2 response's fields, then random payload.
+    (
+        "ntlm_authenticate",
+        base64.b64encode(
+            b"NTLMSSP\0"
+            + struct.pack("<IHHIHHI", 3, 24, 24, 88, 278, 278, 112)
+            + RNG.randbytes(300)
+        ).decode(),
+    ),
 ]
 
 
@@ -166,6 +175,10 @@ def test_a_vendor_token_streamed_in_small_pieces_gives_the_same_findings(
         "API-" + rand(25, UPPER36),
         "IQoJb3JpZ2luX2Vj",
         "TlRMTVNTUAABAAAAB4IIogAAAAAAAAAAAAAAAAAAAAAGAbEdAAAADw==",  # type 1: negotiate
+        # Type 3 without an NT response: an anonymous authentication.
+        base64.b64encode(
+            b"NTLMSSP\0" + struct.pack("<IHHIHHI", 3, 1, 1, 88, 0, 0, 89) + bytes(range(60))
+        ).decode(),
         # Words and identifiers that begin like a prefix.
         "The pattern sat.on the mat; pat.down the API-first design of sha256~ hashing.",
         "wxWidgets wxString wxDEFAULT; the ACME SKU; access-production-ready guide",
