@@ -44,6 +44,8 @@ import httptools
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from proxy.upstream.inflate import Inflater, readable_codings
+
 if TYPE_CHECKING:
     from aiohttp.base_protocol import BaseProtocol
 
@@ -56,10 +58,12 @@ _OWN_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "accept-encoding", "te"}
 )
 _BAD_HEADER_CHARS = ("\r", "\n", "\0")
-# What a reply's head may take before its body (llhttp sets no bound): aiohttp allowed 8 KB a
-# line; real servers send a few hundred bytes.
+# What a reply's head may take (llhttp sets no bound): aiohttp's client limits, which are also
+# what the proxy's clients accept when the headers are relayed to them.
 _MAX_HEAD_BYTES = 64 * 1024
-_MAX_HEADERS = 200
+_MAX_HEADER_LINE = 8190
+_MAX_HEADERS = 128
+_INFLATE_STEP = 64 * 1024  # decoded bytes handed to the reader at a time
 
 
 class InvalidReply(aiohttp.ClientError):
@@ -168,12 +172,15 @@ class _Connection(asyncio.Protocol):
         self._reader: aiohttp.StreamReader | None = None
         self._flow: _Flow | None = None
         self._framed = False
-        self._decompressor: zlib._Decompress | None = None
+        self._inflater: Inflater | None = None
         self._complete = False
+        self._end_deferred = False  # framing complete, compressed bytes still to decode
         self._keep_alive = False
         self._received_any = False
         self._head_bytes = 0
         self._paused = False
+        self._transport_paused = False
+        self._sent_at = 0.0
         self._last_read = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._url = self._pool.url
@@ -190,8 +197,8 @@ class _Connection(asyncio.Protocol):
             self.transport.writelines((head, body))
         else:
             self.transport.write(head)
-        self._last_read = self._loop.time()
-        self._timer = self._loop.call_at(self._last_read + self._pool.read_timeout, self._silence)
+        self._sent_at = self._last_read = self._loop.time()
+        self._timer = self._loop.call_at(self._sent_at + self._pool.read_timeout, self._silence)
         return waiter
 
     def abandon(self, reply: UpstreamReply) -> None:
@@ -204,14 +211,24 @@ class _Connection(asyncio.Protocol):
     # -- flow control and timing -------------------------------------------------------------
 
     def pause(self) -> None:
-        if not self._paused and self.transport is not None:
-            self._paused = True
+        self._paused = True
+        if not self._transport_paused and self.transport is not None:
+            self._transport_paused = True
             self.transport.pause_reading()
 
     def resume(self) -> None:
-        if self._paused and self.transport is not None:
-            self._paused = False
-            self._last_read = self._loop.time()  # the silence starts now, not when we paused
+        if not self._paused:
+            return
+        self._paused = False
+        self._last_read = self._loop.time()  # the silence starts now, not when we paused
+        if self._inflater is not None and self._inflater.pending:
+            self._inflate()  # may fill the reader, and pause, again
+            if self._end_deferred and not self._inflater.pending:
+                self._end_deferred = False
+                self._end_body()
+                self._finish()
+        if not self._paused and self._transport_paused and self.transport is not None:
+            self._transport_paused = False
             self.transport.resume_reading()
 
     def _silence(self) -> None:
@@ -220,11 +237,12 @@ class _Connection(asyncio.Protocol):
             return
         now = self._loop.time()
         limit = self._pool.read_timeout
-        if self._paused or now - self._last_read < limit:
+        if self._reply is not None and (self._paused or now - self._last_read < limit):
             # Our own reader is full (the client is slow), or bytes came meanwhile.
             start = now if self._paused else self._last_read
             self._timer = self._loop.call_at(start + limit, self._silence)
             return
+        # No head within the limit (however it trickles in), or silence inside the body.
         error = aiohttp.ServerTimeoutError(f"No data from the upstream for {limit:g} s")
         self._fail(error)
         self.abort()
@@ -259,7 +277,7 @@ class _Connection(asyncio.Protocol):
                     self._fail(InvalidReply("The upstream's reply head is too large"))
         if self._unasked:
             self.abort()
-        elif self._complete:
+        elif self._complete and not self._end_deferred:
             self._finish()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -291,8 +309,13 @@ class _Connection(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         headers = self._header_list
-        self._head_bytes += len(name) + len(value)
-        if len(headers) >= _MAX_HEADERS or self._head_bytes > _MAX_HEAD_BYTES:
+        size = len(name) + len(value)
+        self._head_bytes += size
+        if (
+            len(headers) >= _MAX_HEADERS
+            or size > _MAX_HEADER_LINE
+            or self._head_bytes > _MAX_HEAD_BYTES
+        ):
             raise InvalidReply("The upstream's reply head is too large")
         headers.append((_decode(name), _decode(value)))
 
@@ -303,13 +326,19 @@ class _Connection(asyncio.Protocol):
             self._informational = True
             self._header_list = []
             return
+        if not 200 <= status <= 599:
+            raise InvalidReply("The upstream's reply has no valid status")
         headers = CIMultiDictProxy(CIMultiDict(self._header_list))
         coding = headers.get("Content-Encoding", "identity").strip().lower()
-        if coding in ("gzip", "x-gzip", "deflate"):
-            self._decompressor = zlib.decompressobj(47)  # zlib or gzip framing, detected
+        if coding in readable_codings:
+            self._inflater = Inflater(coding)
         elif coding not in ("identity", ""):
             raise InvalidReply("The upstream's reply uses a content coding the proxy cannot read")
-        self._framed = "Content-Length" in headers or "Transfer-Encoding" in headers
+        # Only a length or chunked framing says where the body ends; any other
+        # Transfer-Encoding (identity) leaves the end to the connection's (RFC 9112 6.3).
+        self._framed = (
+            "Content-Length" in headers or "chunked" in headers.get("Transfer-Encoding", "").lower()
+        )
         flow = self._flow = _Flow(self)
         reader = self._reader = aiohttp.StreamReader(
             cast("BaseProtocol", flow), _READ_LIMIT, loop=self._loop
@@ -323,14 +352,26 @@ class _Connection(asyncio.Protocol):
         reader = self._reader
         if reader is None:
             return
-        if self._decompressor is not None:
-            try:
-                body = self._decompressor.decompress(body)
-            except zlib.error:
-                raise InvalidReply("The upstream's compressed body is corrupt") from None
-            if not body:
-                return
+        if self._inflater is not None:
+            self._inflater.push(body)
+            self._inflate()
+            return
         reader.feed_data(body)
+
+    def _inflate(self) -> None:
+        """Decodes pushed bytes into the reader until it is full (and pauses the connection)
+        or they are all decoded: memory follows the reader's limit, not the compression ratio."""
+        inflater, reader = self._inflater, self._reader
+        assert inflater is not None and reader is not None
+        try:
+            while not self._paused:
+                data = inflater.pull(_INFLATE_STEP)
+                if not data:
+                    return
+                reader.feed_data(data)
+        except zlib.error:
+            self._fail(aiohttp.ClientPayloadError("The upstream's compressed body is corrupt"))
+            self.abort()
 
     def on_message_complete(self) -> None:
         if self._informational:
@@ -341,6 +382,9 @@ class _Connection(asyncio.Protocol):
         self._complete = True
         # Asked here: once the callback returns, llhttp has reset what it knew of the reply.
         self._keep_alive = self._parser.should_keep_alive()
+        if self._inflater is not None and self._inflater.pending:
+            self._end_deferred = True  # the reader is full: resume() ends the body
+            return
         self._end_body()
 
     # -- endings -----------------------------------------------------------------------------
@@ -349,15 +393,16 @@ class _Connection(asyncio.Protocol):
         reader = self._reader
         if reader is None:
             return
-        if self._decompressor is not None:
-            rest = self._decompressor.flush()
-            if rest:
-                reader.feed_data(rest)
-            if not self._decompressor.eof:
-                reader.set_exception(
+        if self._inflater is not None:
+            try:
+                rest = self._inflater.end()
+            except zlib.error:
+                self._fail_body(
                     aiohttp.ClientPayloadError("The upstream's compressed body is cut off")
                 )
                 return
+            if rest:
+                reader.feed_data(rest)
         reader.feed_eof()
 
     def _finish(self) -> None:
@@ -370,9 +415,10 @@ class _Connection(asyncio.Protocol):
         keep = self._keep_alive
         self._expecting = False
         self._reply = None
-        if self._paused and self.transport is not None:
+        self._paused = False
+        if self._transport_paused and self.transport is not None:
             # The reader filled up with the reply's last bytes: it holds them all now.
-            self._paused = False
+            self._transport_paused = False
             self.transport.resume_reading()
         if keep and self.transport is not None and not self._unasked:
             self._pool.put_back(self)

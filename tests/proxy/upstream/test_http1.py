@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -392,3 +393,81 @@ async def test_content_type_and_charset_are_read_as_aiohttp_did() -> None:
         assert upstream_reply.charset == "utf-8"
         assert upstream_reply.headers["x-a"] == "1"
         upstream_reply.close()
+
+
+async def test_a_gzip_bomb_is_decoded_only_as_fast_as_the_body_is_read() -> None:
+    bomb = gzip.compress(b"\0" * (64 * 1024 * 1024))  # 64 MB of zeros in ~64 KB
+    script = answering(reply(bomb, head="Content-Encoding: gzip\r\n"))
+    async with serving(script) as (_, url), pool_for(url) as pool:
+        upstream_reply = await pool.request("POST", "/v1/x", {}, b"{}")
+        await asyncio.sleep(0.2)  # everything compressed has arrived; the reader is full
+        decoded_so_far = upstream_reply.content.total_bytes  # fed to the reader, none read
+        assert decoded_so_far <= 4 * 64 * 1024
+        total = 0
+        async for data in upstream_reply.content.iter_any():
+            total += len(data)
+        upstream_reply.close()
+    assert total == 64 * 1024 * 1024
+
+
+async def test_gzip_members_one_after_another_are_all_decoded() -> None:
+    members = gzip.compress(b'{"a": ') + gzip.compress(b"1}")
+    script = answering(reply(members, head="Content-Encoding: gzip\r\n"))
+    async with serving(script) as (_, url), pool_for(url) as pool:
+        assert await post(pool) == (200, b'{"a": 1}')
+
+
+async def test_bytes_after_the_last_gzip_member_fail_the_body() -> None:
+    trailing = gzip.compress(b"{}") + b"AKIA trailing bytes"
+    script = answering(reply(trailing, head="Content-Encoding: gzip\r\n"))
+    async with serving(script) as (_, url), pool_for(url) as pool:
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await post(pool)
+
+
+async def test_raw_deflate_is_read_as_deflate() -> None:
+    packer = zlib.compressobj(wbits=-15)
+    raw = packer.compress(b"raw deflate body") + packer.flush()
+    script = answering(reply(raw, head="Content-Encoding: deflate\r\n"))
+    async with serving(script) as (_, url), pool_for(url) as pool:
+        assert await post(pool) == (200, b"raw deflate body")
+
+
+async def test_transfer_encoding_identity_leaves_the_end_to_the_connection() -> None:
+    unframed = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nto the end"
+    script = answering(unframed, then_close=True)
+    async with serving(script) as (_, url), pool_for(url) as pool:
+        assert await post(pool) == (200, b"to the end")
+
+
+@pytest.mark.parametrize("status", [b"099", b"999", b"600"])
+async def test_a_status_outside_http_is_an_invalid_reply(status: bytes) -> None:
+    script = answering(b"HTTP/1.1 " + status + b" Odd\r\nContent-Length: 0\r\n\r\n")
+    async with serving(script) as (_, url), pool_for(url) as pool:
+        with pytest.raises(InvalidReply):
+            await post(pool)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["X-Long: " + "a" * 9000 + "\r\n", "".join(f"X-H{i}: v\r\n" for i in range(150))],
+    ids=["long-line", "many-headers"],
+)
+async def test_a_head_clients_could_not_take_is_an_invalid_reply(extra: str) -> None:
+    async with serving(answering(reply(head=extra))) as (_, url), pool_for(url) as pool:
+        with pytest.raises(InvalidReply):
+            await post(pool)
+
+
+async def test_a_head_trickling_in_past_read_timeout_is_a_timeout() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+            writer.write(b"a")
+            await writer.drain()
+
+    async with serving(handler) as (_, url), pool_for(url, read_timeout=0.5) as pool:
+        with pytest.raises(TimeoutError):
+            await post(pool)
