@@ -750,3 +750,59 @@ def test_decode_tracked_candidate_is_what_it_answers_when_asked(
     for fed, tracked, asked in tracked_and_asked(DECODE, chunked("".join(pieces), sizes)):
         assert tracked == asked, (fed, tracked, asked)
 
+
+# Pieces of prefixes (whole, cut short, run together), base64 and word boundaries.
+PREFIX_PIECES = [
+    "AKIA",
+    "AKI",
+    "gh",
+    "ghp_",
+    "sk-",
+    "sk",
+    "eyJ",
+    "ey",
+    "xoxb-",
+    "AIza",
+    "-----BEG",
+    "-----BEGIN ",
+    "LS0t",
+    "LS0tLS1CRUdJTi",
+    "MII",
+    "aws_secret",
+    "hooks.sl",
+    "rk_li",
+    "A",
+    "z",
+    "9",
+    "+",
+    "/",
+    "=",
+    " ",
+    "_",
+    "-",
+    ":",
+    '"',
+    "key",
+    "token=",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(PREFIX_PIECES), max_size=5).map("".join)
+    | st.text(alphabet="ABIKSaeghkpswxyz0189+/=_- :", max_size=10),
+    context=st.sampled_from(["", " ", "a", "=", "/"]),
+)
+def test_secrets_places_tried_one_at_a_time_are_what_the_search_finds(
+    text: str, context: str
+) -> None:
+    """A short text is tried a place at a time for where a prefix begins (``_first_open``:
+    anchored patterns, where the unanchored search rebuilds its DFA on ever-new text): the
+    same first place, from every starting offset, as the search. A place it skipped would be
+    a prefix released while it forms."""
+    buf = (context + text).encode("ascii")
+    scanner = SECRETS.scanner()
+    search = SECRETS._open_search
+    for at in range(len(context), len(buf) + 1):
+        found = search(buf, at, len(buf))[0][0]
+        assert scanner._first_open(buf, at, len(buf)) == found, (buf, at)  # type: ignore[attr-defined]
