@@ -557,8 +557,8 @@ class SecretsShield(Shield):
 _MEMO_TEXT = 48
 _MEMO_ENTRIES = 16384
 _STEP_TEXT = 24
-# The places tried one at a time for where a prefix begins before the rest of a text is
-# searched (``_SecretsScanner._first_open``).
+# Texts of up to this many places are tried a place at a time for where a prefix begins;
+# longer ones are searched (``_SecretsScanner._first_open``).
 _PLACES_TRIED = 8
 # What comes before a held text, as the first character of its key: a character that is no
 # word character (for ``\b``), a word character, or the start of the text.
@@ -887,24 +887,23 @@ class _SecretsScanner(Scanner):
         """``_open_search``'s answer: the first place from ``at`` on where a prefix begins,
         whole or running to the end of the text; -1 when there is none.
 
-        The first ``_PLACES_TRIED`` places are tried one at a time with anchored patterns,
-        whose DFAs stay cached (a few us), and only the text after them is searched: the
-        search may cost hundreds of us on text it has not seen (see ``SecretsShield``), and
-        it is asked about ever-new text after every character of a base64 run (a step not
-        remembered: a key and the character after it, two or three places), or about a held
-        text that begins with the prefix holding it (found at its first place)."""
+        A short text (``_PLACES_TRIED`` places at most) is tried a place at a time with
+        anchored patterns, whose DFAs stay cached: a few us, where the search may cost
+        hundreds on text it has not seen (see ``SecretsShield``). It is asked about ever-new
+        short text after every character of a base64 run (a step not remembered: a key and
+        the character after it, two or three places). Longer texts (a held text and the
+        token after it) are searched: trying their places one by one costs more."""
+        if size - at > _PLACES_TRIED:
+            search = self._open_search
+            assert search is not None
+            return search(buf, at, size)[0][0]
         shield = self._shield
         prefix_at, forming_at = shield._prefix_at, shield._prefix_forming_at
         assert prefix_at is not None and forming_at is not None
-        stop = min(size, at + _PLACES_TRIED)
-        for start in range(at, stop):
+        for start in range(at, size):
             if prefix_at(buf, start, size)[0][0] >= 0 or forming_at(buf, start, size)[0][0] >= 0:
                 return start
-        if stop == size:
-            return -1
-        search = self._open_search
-        assert search is not None
-        return search(buf, stop, size)[0][0]
+        return -1
 
     def _open_in(self, buf: bytes, at: int) -> int:
         """Where in ``buf`` (the text to its end) a match may still start, from ``at`` on
