@@ -295,6 +295,7 @@ class RunDecoder:
         "_r_next",
         "_r_pos",
         "_r_start",
+        "held_from",
         "received",
     )
 
@@ -325,6 +326,9 @@ class RunDecoder:
         self._r_fed = 0
         self._r_end = 0
         self._r_next = False  # the mention ended its line: the span is the next line
+        # ``hold()`` as of the last feed: worked out there anyway (``_trim``), and read by a
+        # stream after every token (``DecodeScanner.track_open``).
+        self.held_from = 0
 
     # -- the text in -------------------------------------------------------------------
 
@@ -352,6 +356,7 @@ class RunDecoder:
         self._a_pos = self._a_wait = self._p_pos = self._r_pos = self._r_fed = end
         self._p_start = None
         self._r_start = -1
+        self.held_from = end
 
     def finish(self) -> list[Piece]:
         return self.feed("", final=True)
@@ -374,7 +379,8 @@ class RunDecoder:
 
     def _trim(self) -> None:
         # The character before a ROT13 mention decides it too (``\b``).
-        keep = min(self.hold(), self._a_pos, self._p_pos, self._r_pos - 1)
+        hold = self.held_from = self.hold()
+        keep = min(hold, self._a_pos, self._p_pos, self._r_pos - 1)
         if self._r_start >= 0:
             keep = min(keep, self._r_start, self._r_fed)
         keep = max(keep, self._base)

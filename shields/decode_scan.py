@@ -31,10 +31,11 @@ the output stage decodes.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from shields.base import Chunk, Finding, Scanner, Shield
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner, Shield
 from shields.decode import MAX_DEPTH, MAX_GAP, PIECE, Budget, Piece, RunDecoder, decoded_label
 from shields.normalize import StreamNormalizer
 from shields.spec import ShieldSpecBase
@@ -102,7 +103,7 @@ class _Lane:
 class DecodeScanner(Scanner):
     """``DecodeShield``'s scanner: see the module docstring."""
 
-    __slots__ = ("_decoder", "_floor", "_lanes", "_shield")
+    __slots__ = ("_decoder", "_floor", "_lanes", "_shield", "_track", "open_at")
 
     def __init__(self, shield: DecodeShield, budget: Budget | None = None) -> None:
         self._shield = shield
@@ -110,13 +111,25 @@ class DecodeScanner(Scanner):
         self._lanes: dict[int, _Lane] = {}
         # Findings never start before this: what a stream has released (``feed``).
         self._floor = 0
+        self._track = False
+        self.open_at = NOTHING_OPEN
+
+    def track_open(self) -> Sequence[OpenAt]:
+        self._track = True
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         # A stream releases at most up to ``max_match`` before what it had received when this
         # chunk came: a finding that reaches further back covers released text, which no
         # redaction can take back (a run longer than the window is the bound's price).
         self._floor = max(self._floor, chunk.raw_start - WINDOW)
-        return self._read(self._decoder.feed(chunk.raw))
+        decoder = self._decoder
+        found = self._read(decoder.feed(chunk.raw))
+        if self._track:
+            # ``open_from``, without its calls while nothing was decoded (prose): the decoder
+            # worked out where it holds from as it fed.
+            self.open_at = self.open_from(0, 0) if self._lanes else decoder.held_from
+        return found
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         found = self._read(self._decoder.finish())

@@ -530,7 +530,23 @@ class _LinksScanner(Scanner):
         self._buf += raw
         self._bytes += raw.encode("ascii", "replace")
         self._end += len(raw)
-        found = self._advance(final=False)
+        if (
+            self._run is None
+            and self._undecided is None
+            and ":" not in raw
+            and "." not in raw
+            and "/" not in raw
+            and "\\" not in raw
+        ):
+            # Most tokens of prose. Every start (``_STARTS``) ends with ":", ".", "/" or "\\"
+            # (ASCII: no case folding reaches them, and ``_bytes`` reads any other character as
+            # "?"), so none ends in this text; and the last search from ``_pos`` found none
+            # that ends before it (else a URL would be read, or waiting for its slashes). So
+            # the search would find nothing: only what it does then is done.
+            found: list[Finding] = []
+            self._pos = max(self._pos, self._end - 5)
+        else:
+            found = self._advance(final=False)
         self._forget()
         if self._track:
             # ``open_from``'s usual answer first: no URL read or waiting, and a last character

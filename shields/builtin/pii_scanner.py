@@ -24,15 +24,18 @@ text is held only from where such a run could still begin: the first undecided d
 the two characters of a "+(" lead or a country code, and less the hex-and-colon run before it
 (``Start.HEX_COLON``); and the run of local-part characters at the end of the text (or before
 an undecided "@"), which a later "@" would make an e-mail address — in prose, the last word.
+The stream guard asks after every token: the scanner keeps the answer in ``open_at`` as it
+feeds (``track_open``), in prose from the last characters of the buffer alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+import string
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from shields.base import Chunk, Finding, Scanner
+from shields.base import NOTHING_OPEN, Chunk, Finding, OpenAt, Scanner
 from shields.builtin.pii_checks import DASHES
 from shields.builtin.pii_context import CONTEXT_AFTER, CONTEXT_BEFORE
 from shields.builtin.pii_entities import (
@@ -44,7 +47,7 @@ from shields.builtin.pii_entities import (
     Start,
 )
 from shields.builtin.pii_phone import PhoneRules
-from shields.builtin.pii_recognizers import EMAIL_LOCAL_MAX, LOCAL_RUN, is_local_char, word_or
+from shields.builtin.pii_recognizers import EMAIL_LOCAL_MAX, LOCAL_RUN, word_or
 from shields.normalize import StreamNormalizer, ascii_bytes
 
 __all__ = ["PiiScanner", "ScanPlan"]
@@ -72,12 +75,18 @@ _DIGITS = re.compile(r"[0-9]*")
 # A short number on its own: no recognizer is tried at it (see ``pii_entities``).
 _LONE = re.compile(rf"[0-9]{{1,6}}(?![0-9:]|[ .\-/(){DASHES}]{{1,3}}[0-9(])")
 _JOINERS = frozenset("-/," + DASHES)
-_HEX_COLON = frozenset("0123456789abcdef:.")
+# The characters of a hex-and-colon run (``Start.HEX_COLON``), as a string for ``str.rstrip``.
+_HEX_COLON_CHARS = "0123456789abcdef:."
+_HEX_COLON = frozenset(_HEX_COLON_CHARS)
 _HEX_COLON_MAX = 45  # the longest IPv6 text
 # What may come right before a digit run and still be part of the entity: ``Start.LETTERS``
 # and ``Start.LEAD``. The hold-back keeps these two characters back for every entity found from
 # digit runs (not only when one that starts there is in use): a small, fixed margin.
-_LEADS = frozenset("abcdefghijklmnopqrstuvwxyz+(")
+_LEAD_CHARS = "abcdefghijklmnopqrstuvwxyz+("
+# The ASCII characters of an e-mail local part (``LOCAL_RUN``'s ``[\w.%+\-]`` within ASCII):
+# an ASCII tail's run of them is one ``str.rstrip``, in C.
+_LOCAL_ASCII = string.ascii_letters + string.digits + "_.%+-"
+_LOCAL_TAIL = EMAIL_LOCAL_MAX + 1  # the most of that run ``open_from`` looks at
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +159,11 @@ class PiiScanner(Scanner):
         "_normalizer",
         "_plan",
         "_pos",
+        "_tail_before",
+        "_tail_run",
+        "_track",
         "_tried",
+        "open_at",
     )
 
     def __init__(self, plan: ScanPlan, finding: MakeFinding) -> None:
@@ -165,6 +178,17 @@ class PiiScanner(Scanner):
         self._done = 0  # end of the last accepted digit-run match: no start before it
         self._tried = -1  # the last start tried (two digit runs can share a start)
         self._normalizer = StreamNormalizer()  # the text's, during a scan
+        self._track = False
+        self.open_at = NOTHING_OPEN
+        # The run of local-part characters at the end of ``_buf`` (at most ``_LOCAL_TAIL``)
+        # and the character before it ("" at the start of the text), as ``_local_open`` last
+        # found them; -1: not known (a scan changed what is undecided since).
+        self._tail_run = -1
+        self._tail_before = ""
+
+    def track_open(self) -> Sequence[OpenAt]:
+        self._track = True
+        return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
         text = chunk.norm
@@ -183,8 +207,33 @@ class PiiScanner(Scanner):
             if len(self._buf) > 4 * _KEEP_BEFORE:  # keep the copy in ``+=`` above short
                 self._buf = self._buf[-_KEEP_BEFORE:]
                 self._base = self._pos - _KEEP_BEFORE
+            if self._track:
+                # ``open_from`` as it answers in prose (``_local_open``), inlined: this runs
+                # once per token. The run of local-part characters at the end of the text is
+                # the new text's own, or the last one grown by all of it.
+                if self._plan.at_sign and text.isascii():
+                    kept = text.rstrip(_LOCAL_ASCII)
+                    if kept:
+                        run, before = len(text) - len(kept), kept[-1]
+                    elif self._tail_run >= 0:
+                        run, before = self._tail_run + len(text), self._tail_before
+                        if run > _LOCAL_TAIL:
+                            run = _LOCAL_TAIL
+                    else:
+                        self.open_at = self.open_from(self._pos, 0)
+                        return []
+                    self._tail_run, self._tail_before = run, before
+                    if run > EMAIL_LOCAL_MAX or not before or before not in "(:":
+                        self.open_at = self._pos - run
+                        return []
+                self._tail_run = -1
+                self.open_at = self.open_from(self._pos, 0)
             return []
-        return self._scan(chunk.normalizer)
+        self._tail_run = -1
+        found = self._scan(chunk.normalizer)
+        if self._track:
+            self.open_at = self.open_from(self._base + len(self._buf), 0)
+        return found
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
         self._final = True
@@ -193,42 +242,65 @@ class PiiScanner(Scanner):
     def open_from(self, end: int, window: int) -> int:
         plan = self._plan
         if self._pos == end and self._at == end and plan.at_sign:
-            # Nothing undecided (prose): the local-part run at the end of the text, found in C
-            # on the reversed tail. The lead ("+(", a country code) and hex-colon runs below
-            # hold no more than it unless the character before it is a "(" or a ":" (every
-            # other character of theirs is a local-part one): then the general case.
-            buf = self._buf
-            found = LOCAL_RUN.match(buf[: -EMAIL_LOCAL_MAX - 2 : -1])
-            assert found is not None  # it matches the empty string
-            run = found.end()
-            before = len(buf) - run - 1
-            if run > EMAIL_LOCAL_MAX or before < 0 or buf[before] not in "(:":
-                return end - run
+            local = self._local_open(end)
+            if local is not None:
+                return local
         at = end
         if plan.numeric:
             # Starts of an undecided digit run, or of one still to come (``_starts``).
             pos = self._pos
-            lead = self._run_start(pos, _LEADS.__contains__, 2)
+            lead = self._run_start(pos, _LEAD_CHARS, 2)
             if plan.at_hex_colon:
-                lead = min(lead, self._run_start(pos, _HEX_COLON.__contains__, _HEX_COLON_MAX + 1))
+                lead = min(lead, self._run_start(pos, _HEX_COLON_CHARS, _HEX_COLON_MAX + 1))
             at = min(at, max(lead, self._done))
         if plan.at_sign:
             # The local part before an undecided "@", or before one still to come.
-            local = self._run_start(end, is_local_char, EMAIL_LOCAL_MAX + 1)
+            local = self._local_start(end)
             if self._at < end:
-                local = min(local, self._run_start(self._at, is_local_char, EMAIL_LOCAL_MAX + 1))
+                local = min(local, self._local_start(self._at))
             at = min(at, local)
         return at
 
-    def _run_start(self, stop: int, member: Callable[[str], bool], reach: int) -> int:
-        """Where the run of ``member`` characters that ends at global offset ``stop`` starts,
-        at most ``reach`` characters back."""
-        buf, base = self._buf, self._base
-        i = stop - base
-        low = max(0, i - reach)
-        while i > low and member(buf[i - 1]):
-            i -= 1
-        return base + i
+    def _local_open(self, end: int) -> int | None:
+        """``open_from`` when nothing is undecided (prose), or None for the general case: the
+        start of the local-part run at the end of the text, found in C (``str.rstrip`` on an
+        ASCII tail, else ``LOCAL_RUN`` on the reversed tail), at most ``_LOCAL_TAIL`` back.
+        The lead ("+(", a country code) and hex-colon runs of the general case hold no more
+        than it unless the character before it is a "(" or a ":" (every other character of
+        theirs is a local-part one): then None."""
+        buf = self._buf
+        tail = buf[-_LOCAL_TAIL:]
+        if tail.isascii():
+            run = len(tail) - len(tail.rstrip(_LOCAL_ASCII))
+        else:
+            found = LOCAL_RUN.match(tail[::-1])
+            assert found is not None  # it matches the empty string
+            run = found.end()
+        before = buf[-run - 1] if run < len(buf) else ""
+        self._tail_run, self._tail_before = run, before
+        if run > EMAIL_LOCAL_MAX or not before or before not in "(:":
+            return end - run
+        return None
+
+    def _run_start(self, stop: int, chars: str, reach: int) -> int:
+        """Where the run of ``chars`` (ASCII) that ends at global offset ``stop`` starts, at
+        most ``reach`` characters back: one ``str.rstrip``, in C (a stream asks after every
+        token)."""
+        i = stop - self._base
+        run = self._buf[max(0, i - reach) : i]
+        return stop - len(run) + len(run.rstrip(chars))
+
+    def _local_start(self, stop: int) -> int:
+        """Where the run of local-part characters that ends at global offset ``stop`` starts,
+        at most ``_LOCAL_TAIL`` characters back (``str.rstrip`` on ASCII text, else
+        ``LOCAL_RUN`` reversed: ``\\w`` is Unicode's ``isalnum()`` and "_")."""
+        i = stop - self._base
+        run = self._buf[max(0, i - _LOCAL_TAIL) : i]
+        if run.isascii():
+            return stop - len(run) + len(run.rstrip(_LOCAL_ASCII))
+        found = LOCAL_RUN.match(run[::-1])
+        assert found is not None  # it matches the empty string
+        return stop - found.end()
 
     def _scan(self, normalizer: StreamNormalizer) -> list[Finding]:
         plan = self._plan

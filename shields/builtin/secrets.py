@@ -484,6 +484,7 @@ class SecretsShield(Shield):
         forming = prefix_pattern(whole)
         self._open_search: Searcher | None = None
         self._prefix_at: Searcher | None = None
+        self._prefix_forming_at: Searcher | None = None
         self._forming: Searcher | None = None
         self._memos: OpenTables | None = None
         self._match_at: Searcher = searcher(_compile_rules(whole), anchored=True)
@@ -507,6 +508,15 @@ class SecretsShield(Shield):
             # tell it too, but costs RE2's slower engines on every search that finds one.
             self._prefix_at = searcher(
                 compile_pattern(triggers, case_sensitive=True, capture=False), anchored=True
+            )
+            # The beginning of a prefix that runs to the end of the text, at one place: with
+            # ``_prefix_at``, what ``_open_search`` finds there, for short texts
+            # (``_first_open``). Anchored, its DFA stays small; the unanchored search finds
+            # where its match starts by running the pattern backwards, and on ever-new text
+            # (a base64 run, whose every character is a step not remembered) that reversed
+            # DFA of a ~50,000-character pattern is rebuilt on every call: ~300 us a search.
+            self._prefix_forming_at = searcher(
+                _compile_rules(f"(?:{trigger_forming})\\z", capture=False), anchored=True
             )
             self._forming = searcher(
                 _compile_rules(f"{forming}\\z", capture=False),
@@ -556,6 +566,9 @@ class SecretsShield(Shield):
 _MEMO_TEXT = 48
 _MEMO_ENTRIES = 16384
 _STEP_TEXT = 24
+# Texts of up to this many places are tried a place at a time for where a prefix begins;
+# longer ones are searched (``_SecretsScanner._first_open``).
+_PLACES_TRIED = 8
 # What comes before a held text, as the first character of its key: a character that is no
 # word character (for ``\b``), a word character, or the start of the text.
 _AFTER_OTHER, _AFTER_WORD, _AT_START = "\x00", "\x01", "\x02"
@@ -879,13 +892,33 @@ class _SecretsScanner(Scanner):
         self._state = memos.state(key, len(key) - 1)
         return answer
 
+    def _first_open(self, buf: bytes, at: int, size: int) -> int:
+        """``_open_search``'s answer: the first place from ``at`` on where a prefix begins,
+        whole or running to the end of the text; -1 when there is none.
+
+        A short text (``_PLACES_TRIED`` places at most) is tried a place at a time with
+        anchored patterns, whose DFAs stay cached: a few us, where the search may cost
+        hundreds on text it has not seen (see ``SecretsShield``). It is asked about ever-new
+        short text after every character of a base64 run (a step not remembered: a key and
+        the character after it, two or three places). Longer texts (a held text and the
+        token after it) are searched: trying their places one by one costs more."""
+        if size - at > _PLACES_TRIED:
+            search = self._open_search
+            assert search is not None
+            return search(buf, at, size)[0][0]
+        shield = self._shield
+        prefix_at, forming_at = shield._prefix_at, shield._prefix_forming_at
+        assert prefix_at is not None and forming_at is not None
+        for start in range(at, size):
+            if prefix_at(buf, start, size)[0][0] >= 0 or forming_at(buf, start, size)[0][0] >= 0:
+                return start
+        return -1
+
     def _open_in(self, buf: bytes, at: int) -> int:
         """Where in ``buf`` (the text to its end) a match may still start, from ``at`` on
         (``len(buf)``: nowhere); ``buf[at - 1]``, if any, is the character before ``at``."""
-        search = self._open_search
-        assert search is not None
         size = len(buf)
-        start = search(buf, at, size)[0][0]
+        start = self._first_open(buf, at, size)
         if start < 0:  # the usual case: no prefix begins in the new text
             return size
         prefix_at = self._shield._prefix_at
@@ -905,7 +938,7 @@ class _SecretsScanner(Scanner):
             if match[0][0] != -1 and self._match(buf, match[0][0], size) is not None:
                 return start
             # A prefix and no match ("sk-learn"), or one it will reject: on to the next.
-            start = search(buf, start + 1, size)[0][0]
+            start = self._first_open(buf, start + 1, size)
             if start < 0:
                 return size
 

