@@ -310,17 +310,18 @@ class Upstream:
         target = f"{self._base_path}/{path}"
         if query:
             target = f"{target}?{encoded_query(query)}"
-        return _Exchange(self, self._pool, method, target, headers, body, endpoint)
+        return _Exchange(self, method, target, headers, body, endpoint)
 
     async def _send(
         self,
-        pool: Http1Pool,
         method: str,
         target: str,
         headers: dict[str, str],
         body: bytes | None,
         endpoint: str,
     ) -> UpstreamReply:
+        pool = self._pool
+        assert pool is not None, "Upstream.start() was not awaited"
         attempts = self.settings.retry_attempts
         attempt = 0
         while True:
@@ -400,7 +401,6 @@ class _Exchange:
         "_endpoint",
         "_headers",
         "_method",
-        "_pool",
         "_reply",
         "_target",
         "_upstream",
@@ -409,7 +409,6 @@ class _Exchange:
     def __init__(
         self,
         upstream: Upstream,
-        pool: Http1Pool,
         method: str,
         target: str,
         headers: dict[str, str],
@@ -417,7 +416,6 @@ class _Exchange:
         endpoint: str,
     ) -> None:
         self._upstream = upstream
-        self._pool = pool
         self._method = method
         self._target = target
         self._headers = headers
@@ -427,7 +425,7 @@ class _Exchange:
 
     async def __aenter__(self) -> UpstreamReply:
         reply = self._reply = await self._upstream._send(
-            self._pool, self._method, self._target, self._headers, self._body, self._endpoint
+            self._method, self._target, self._headers, self._body, self._endpoint
         )
         return reply
 

@@ -121,11 +121,6 @@ class UpstreamReply:
         if connection is not None:
             connection.abandon(self)
 
-    def release(self) -> None:
-        """Done with the reply: its connection is pooled when the reply was complete (it goes
-        back on its own then), closed otherwise."""
-        self.close()
-
 
 class _Flow:
     """The reader's view of its connection for flow control, for as long as the reply is the
@@ -166,7 +161,6 @@ class _Connection(asyncio.Protocol):
         self._unasked = False  # bytes came that answer no request
         self._headers_waiter: asyncio.Future[UpstreamReply] | None = None
         self._header_list: list[tuple[str, str]] = []
-        self._status = 0
         self._informational = False
         self._reply: UpstreamReply | None = None
         self._reader: aiohttp.StreamReader | None = None
@@ -176,14 +170,13 @@ class _Connection(asyncio.Protocol):
         self._complete = False
         self._end_deferred = False  # framing complete, compressed bytes still to decode
         self._keep_alive = False
-        self._received_any = False
+        self.received_any = False  # a byte of this request's reply came
         self._head_bytes = 0
         self._paused = False
         self._transport_paused = False
         self._sent_at = 0.0
         self._last_read = 0.0
         self._timer: asyncio.TimerHandle | None = None
-        self._url = self._pool.url
 
     # -- the request -------------------------------------------------------------------------
 
@@ -256,7 +249,7 @@ class _Connection(asyncio.Protocol):
         if not self._expecting:
             self._unasked = True
         else:
-            self._received_any = True
+            self.received_any = True
             self._last_read = self._loop.time()
             try:
                 self._parser.feed_data(data)
@@ -343,7 +336,7 @@ class _Connection(asyncio.Protocol):
         reader = self._reader = aiohttp.StreamReader(
             cast("BaseProtocol", flow), _READ_LIMIT, loop=self._loop
         )
-        reply = self._reply = UpstreamReply(self, status, headers, reader, self._url)
+        reply = self._reply = UpstreamReply(self, status, headers, reader, self._pool.url)
         waiter, self._headers_waiter = self._headers_waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(reply)
@@ -450,10 +443,6 @@ class _Connection(asyncio.Protocol):
         transport = self.transport
         if transport is not None:
             transport.abort()  # connection_lost follows, which tells the pool
-
-    @property
-    def received_any(self) -> bool:
-        return self._received_any
 
 
 class Http1Pool:
