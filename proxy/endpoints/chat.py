@@ -23,7 +23,6 @@ from proxy.exchange.refusal import (
 )
 from proxy.serving.off_loop import parse_on_loop
 from proxy.state import BLOCKED_HEADER, read_body
-from proxy.upstream.client import response_headers
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
@@ -98,7 +97,7 @@ class ChatDialect:
     ) -> web.StreamResponse:
         if checked.outcome.redacted:
             body = json_codec.dumps(checked.completion)
-        return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
+        return web.Response(body=body, status=reply.status, headers=exchange.relayed_headers(reply))
 
     async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         # The guard's bytes are the chat stream itself.

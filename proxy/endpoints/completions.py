@@ -45,7 +45,6 @@ from proxy.exchange.refusal import (
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, read_body
 from proxy.stream.guard import EndRenderer, GuardState, StreamEnd
-from proxy.upstream.client import response_headers
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage
@@ -140,7 +139,7 @@ class CompletionsDialect:
     ) -> web.StreamResponse:
         if checked.outcome.redacted:
             body = json_codec.dumps(checked.completion)
-        return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
+        return web.Response(body=body, status=reply.status, headers=exchange.relayed_headers(reply))
 
     async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         # The guard reads the choices' text and renders its end in the completions shape; the

@@ -30,7 +30,6 @@ from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import content_filter_error
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, read_body
-from proxy.upstream.client import response_headers
 from proxy.upstream.http1 import UpstreamReply
 from shields.base import Stage
 from shields.verdict import StageOutcome
@@ -77,7 +76,7 @@ class EmbeddingsDialect:
     async def answer_unchecked(
         self, exchange: Exchange, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
-        return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
+        return web.Response(body=body, status=reply.status, headers=exchange.relayed_headers(reply))
 
     async def answer_reply(
         self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply

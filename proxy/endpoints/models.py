@@ -1,4 +1,5 @@
-"""``GET /v1/models``: relayed as it is (a list of model ids carries nothing to guard)."""
+"""``GET /v1/models``: the list relayed as it is (model ids carry nothing to guard); its
+headers pass the output shields as every reply's do."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import aiohttp
 from aiohttp import web
 
 from proxy.errors import UpstreamError
+from proxy.exchange.header_check import guarded_response_headers
 from proxy.state import UPSTREAM
-from proxy.upstream.client import response_headers
 
 __all__ = ["list_models"]
 
@@ -33,4 +34,5 @@ async def list_models(request: web.Request) -> web.StreamResponse:
             raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
         if len(body) > limit:
             raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
-        return web.Response(body=body, status=reply.status, headers=response_headers(reply.headers))
+        headers = guarded_response_headers(request, reply.headers, "models")
+        return web.Response(body=body, status=reply.status, headers=headers)

@@ -48,6 +48,7 @@ from multidict import CIMultiDict
 
 from proxy.endpoints.chat_request import ChatRequest, conversation_of
 from proxy.errors import Overloaded, UpstreamError, UpstreamTimeout, start_response
+from proxy.exchange.header_check import guarded_response_headers
 from proxy.exchange.refusal import StreamContext
 from proxy.exchange.remote_checks import check_input_remote, check_reply_remote
 from proxy.exchange.reply_check import check_error_body, check_reply, reported_error
@@ -66,7 +67,7 @@ from proxy.state import (
 from proxy.stream.guard import EndRenderer, GuardState, StreamGuard
 from proxy.stream.remote_checks import RemoteContext, upstream_reads
 from proxy.stream.sse import SSEDecoder, SSEError
-from proxy.upstream.client import host_of, log_failure, response_headers
+from proxy.upstream.client import host_of, log_failure
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
 from shields.base import Stage, Verdict
@@ -431,9 +432,7 @@ class Exchange:
     async def _answer(self, reply: UpstreamReply) -> web.StreamResponse:
         if reply.status >= 300:
             body = await self.read_upstream_body(reply)
-            return relay_error_reply(
-                self.policy, reply.status, response_headers(reply.headers), body
-            )
+            return relay_error_reply(self.policy, reply.status, self.relayed_headers(reply), body)
         if reply.content_type == "text/event-stream":
             if reply.status in _NO_BODY:
                 # A body after a status that forbids one would corrupt the connection.
@@ -452,6 +451,11 @@ class Exchange:
         return await self.dialect.answer_reply(self, checked, body, reply)
 
     # -- what dialects share -----------------------------------------------------------------
+
+    def relayed_headers(self, reply: UpstreamReply) -> CIMultiDict[str]:
+        """The upstream's response headers that go to the client with its reply: the
+        end-to-end ones the output shields pass (``proxy.exchange.header_check``)."""
+        return guarded_response_headers(self.request, reply.headers, self.endpoint, self.policy)
 
     def record_verdict(self, stage: Stage, verdict: Verdict) -> None:
         metrics = self.metrics
@@ -583,7 +587,7 @@ class Exchange:
         completions): what the guard releases is the client's stream — the upstream's events
         as they came, unless a redaction rewrote them — ended as ``guard.render_end`` says."""
         relay = EventRelay(guard)
-        response = web.StreamResponse(status=reply.status, headers=response_headers(reply.headers))
+        response = web.StreamResponse(status=reply.status, headers=self.relayed_headers(reply))
         # A non-stream request answered with a stream: its deadline can no longer be a 504 once
         # the response starts, so the stream keeps it and ends in an in-band error past it.
         if self.deadline is not None:

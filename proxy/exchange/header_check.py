@@ -1,0 +1,128 @@
+"""The upstream's response headers through the output shields before they are relayed.
+
+A header is upstream text the client receives as surely as the body: a debugging header that
+echoes a key (``X-Upstream-Auth: sk-...``), a router that copies the provider's raw answer into
+``X-Error-Detail``, or a hostile upstream that puts there what the body's shields would block.
+Every relayed header (``response_headers``: hop-by-hop, framing and cookies already stay
+behind) is read as the line ``name: value``; the lines are checked as one text, joined by
+newlines, in one scan. A line that an enforced finding touches — to block or to redact — is not
+relayed at all: a header is not prose, and half a header is no better than none. Findings are
+logged, counted and audited as output findings (never their text); in monitor mode they are
+recorded and the headers go as they came.
+
+Most lines repeat from reply to reply (``Content-Type``, ``Server``, rate-limit ceilings), so
+the lines a policy passed are remembered, per policy, and only the new ones (a ``Date``, a
+request id) are scanned: a reply's headers cost a scan of a few dozen characters.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from proxy.state import policy_for, record_findings
+from proxy.upstream.client import response_headers
+from shields.base import Stage
+from shields.policy import CompiledPolicy
+from shields.scan import check_text
+
+__all__ = ["guarded_response_headers"]
+
+log = logging.getLogger("shieldgate.headers")
+
+# Per policy, the lines it passed. Bounded twice: a few policies (a reload makes a new one, and
+# the old one's entry ages out), and a few thousand lines each (a ``Date`` line is new every
+# second; the oldest go first).
+_POLICIES_REMEMBERED = 8
+_LINES_REMEMBERED = 4096
+_MAX_LINE_REMEMBERED = 512  # characters: a longer line is scanned every time, not kept
+
+
+class _PassedLines:
+    """The header lines one policy let through, oldest first."""
+
+    __slots__ = ("lines", "policy")
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        # Held so that ``id(policy)``, the key, cannot be reused by another while this lives.
+        self.policy = policy
+        self.lines: OrderedDict[str, None] = OrderedDict()
+
+    def remember(self, line: str) -> None:
+        if len(line) > _MAX_LINE_REMEMBERED:
+            return
+        self.lines[line] = None
+        if len(self.lines) > _LINES_REMEMBERED:
+            self.lines.popitem(last=False)
+
+
+_passed: OrderedDict[int, _PassedLines] = OrderedDict()
+
+
+def _passed_lines(policy: CompiledPolicy) -> _PassedLines:
+    key = id(policy)
+    entry = _passed.get(key)
+    if entry is None or entry.policy is not policy:
+        entry = _passed[key] = _PassedLines(policy)
+        if len(_passed) > _POLICIES_REMEMBERED:
+            _passed.popitem(last=False)
+    else:
+        _passed.move_to_end(key)
+    return entry
+
+
+def guarded_response_headers(
+    request: web.Request,
+    upstream: Mapping[str, str],
+    endpoint: str,
+    policy: CompiledPolicy | None = None,
+) -> CIMultiDict[str]:
+    """The headers to relay with a reply: ``response_headers(upstream)`` less every header an
+    enforced output finding touches. ``policy``: the request's (as the endpoint sees it);
+    by default the one ``policy_for`` fixed."""
+    headers = response_headers(upstream)
+    if policy is None:
+        policy = policy_for(request)
+    shields = policy.shields(Stage.OUTPUT)
+    if not shields or not headers:
+        return headers
+    passed = _passed_lines(policy)
+    items = list(headers.items())
+    lines = [f"{name}: {value}" for name, value in items]
+    unknown = [index for index, line in enumerate(lines) if line not in passed.lines]
+    if not unknown:
+        return headers
+    offsets: list[int] = []
+    start = 0
+    for index in unknown:
+        offsets.append(start)
+        start += len(lines[index]) + 1
+    text = "\n".join([lines[index] for index in unknown])
+    rule = policy.enforcement
+    found = check_text(shields, text, fail_closed=rule.fail_closed)
+    if not found:
+        for index in unknown:
+            passed.remember(lines[index])
+        return headers
+    record_findings(request, Stage.OUTPUT, found, endpoint)
+    enforced = rule.enforced(found)
+    if not enforced:
+        return headers
+    touched: set[int] = set()
+    for finding in enforced:
+        end = max(finding.end, finding.start + 1)
+        for position, index in enumerate(unknown):
+            line_start = offsets[position]
+            if finding.start < line_start + len(lines[index]) + 1 and end > line_start:
+                touched.add(index)
+    # Not their names: a hostile upstream chooses those too.
+    log.warning("%d upstream response header(s) withheld by the output policy", len(touched))
+    kept: CIMultiDict[str] = CIMultiDict()
+    for index, (name, value) in enumerate(items):
+        if index not in touched:
+            kept.add(name, value)
+    return kept

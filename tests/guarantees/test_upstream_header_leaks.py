@@ -1,0 +1,199 @@
+"""Upstream response headers pass the output shields before they reach the client.
+
+A header is upstream text the client receives like the body: a key a debugging header echoes,
+a provider's raw answer a router copies into a header. A header line (``name: value``) that an
+enforced output finding touches — to block or to redact — is not relayed; the others go as
+they came, in their order, repeated ones too. Monitor mode records and relays. Every endpoint
+that relays the upstream's headers (chat, legacy completions, embeddings, models, error
+replies, streams) goes through the same check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import aiohttp
+import pytest
+from multidict import CIMultiDict
+
+from proxy.serving.server import RunningServer
+from tests.conftest import ProxyFactory
+from tests.support.constants import REPO_ROOT
+from tests.support.fake_upstream import (
+    FakeUpstream,
+    Reply,
+    chat_completion,
+    error_body,
+    json_bytes,
+    models_list,
+    text_stream,
+)
+from tests.support.text_completions import text_completion
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLQ"  # made up, the shape of an AWS access key id
+EMAIL = "jane.doe@example.org"
+PII_POLICY = (REPO_ROOT / "policies" / "pii-redact.yaml").read_text()
+CLEAN = {"X-Upstream-Trace": "req_7f1c4be2a9d84b1e", "Openai-Processing-Ms": "734"}
+USER = [{"role": "user", "content": "What is the weather like?"}]
+EMBEDDING = {
+    "object": "list",
+    "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}],
+    "model": "m",
+    "usage": {"prompt_tokens": 2, "total_tokens": 2},
+}
+
+
+async def call(
+    http: aiohttp.ClientSession, proxy: RunningServer, path: str, body: dict[str, Any] | None
+) -> tuple[int, CIMultiDict[str], bytes]:
+    url = f"{proxy.url}/v1/{path}"
+    method = "GET" if body is None else "POST"
+    async with asyncio.timeout(8), http.request(method, url, json=body) as resp:
+        return resp.status, CIMultiDict(resp.headers), await resp.read()
+
+
+def surface(name: str) -> tuple[str, dict[str, Any] | None, Reply]:
+    """The path, the client's body and an upstream reply (without headers) of one surface."""
+    chat = {"model": "m", "messages": USER}
+    if name == "chat":
+        return "chat/completions", chat, Reply(body=json_bytes(chat_completion("Sunny.")))
+    if name == "chat-stream":
+        return "chat/completions", {**chat, "stream": True}, Reply(body=text_stream("Sunny."))
+    if name == "error":
+        reply = Reply(status=400, body=json_bytes(error_body("bad model")))
+        return "chat/completions", chat, reply
+    if name == "completions":
+        completion = {"model": "m", "prompt": "The weather is"}
+        return "completions", completion, Reply(body=json_bytes(text_completion(" sunny.")))
+    if name == "embeddings":
+        return "embeddings", {"model": "m", "input": "hi"}, Reply(body=json_bytes(EMBEDDING))
+    assert name == "models"
+    return "models", None, Reply(body=json_bytes(models_list("m")))
+
+
+SURFACES = ["chat", "chat-stream", "error", "completions", "embeddings", "models"]
+
+
+@pytest.mark.parametrize("name", SURFACES)
+async def test_a_header_carrying_a_secret_is_withheld_and_the_rest_relayed(
+    upstream: FakeUpstream,
+    make_proxy: ProxyFactory,
+    http: aiohttp.ClientSession,
+    caplog: pytest.LogCaptureFixture,
+    name: str,
+) -> None:
+    caplog.set_level(logging.INFO)
+    path, body, reply = surface(name)
+    reply.headers = {**CLEAN, "X-Upstream-Debug": f"key={AWS_KEY}"}
+    upstream.enqueue(reply)
+
+    status, headers, raw = await call(http, await make_proxy(), path, body)
+
+    assert status == reply.status, raw
+    assert "X-Upstream-Debug" not in headers
+    assert all(AWS_KEY not in value for value in headers.values())
+    assert AWS_KEY.encode() not in raw
+    for key, value in CLEAN.items():
+        assert headers[key] == value
+    assert AWS_KEY not in caplog.text  # the log says that, never what
+
+
+async def test_a_secret_in_a_header_name_is_withheld_too(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    reply = Reply(body=json_bytes(chat_completion("Sunny.")))
+    reply.headers = {**CLEAN, f"X-{AWS_KEY}": "1"}
+    upstream.enqueue(reply)
+
+    status, headers, _ = await call(
+        http, await make_proxy(), "chat/completions", {"model": "m", "messages": USER}
+    )
+
+    assert status == 200
+    assert all(AWS_KEY not in key for key in headers)
+    assert headers["X-Upstream-Trace"] == CLEAN["X-Upstream-Trace"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_header_a_redacting_shield_flags_is_withheld_whole(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, stream: bool
+) -> None:
+    # The body's redaction rewrites a span; a header is not prose, so the line goes.
+    text = "Sunny."
+    reply = (
+        Reply(body=text_stream(text)) if stream else Reply(body=json_bytes(chat_completion(text)))
+    )
+    reply.headers = {**CLEAN, "X-Owner": f"Jane <{EMAIL}>"}
+    upstream.enqueue(reply)
+
+    status, headers, raw = await call(
+        http,
+        await make_proxy(PII_POLICY),
+        "chat/completions",
+        {"model": "m", "messages": USER, "stream": stream},
+    )
+
+    assert status == 200
+    assert "X-Owner" not in headers and EMAIL.encode() not in raw
+    assert headers["Openai-Processing-Ms"] == "734"
+
+
+async def test_clean_headers_go_as_they_came_each_time(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # The second and third replies meet lines the policy already passed (remembered): the
+    # flagged line is never among them, so it is withheld every time.
+    proxy = await make_proxy()
+    for _ in range(3):
+        reply = Reply(body=json_bytes(chat_completion("Sunny.")))
+        reply.headers = {**CLEAN, "X-Vendor": "llama.cpp", "X-Debug": AWS_KEY}
+        upstream.enqueue(reply)
+        status, headers, _ = await call(
+            http, proxy, "chat/completions", {"model": "m", "messages": USER}
+        )
+        assert status == 200
+        relayed = [(k, v) for k, v in headers.items() if k.lower().startswith("x-upstream")]
+        assert relayed == [("X-Upstream-Trace", CLEAN["X-Upstream-Trace"])]
+        assert headers["X-Vendor"] == "llama.cpp" and "X-Debug" not in headers
+
+
+async def test_a_line_one_policy_passed_is_checked_again_under_another(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # The default policy passes an e-mail address; the PII policy redacts it. What one policy
+    # passed says nothing about the next one (a reload makes a new policy).
+    headers_sent = {**CLEAN, "X-Owner": EMAIL}
+    lenient, strict = await make_proxy(), await make_proxy(PII_POLICY)
+    for proxy, kept in [(lenient, True), (strict, False), (lenient, True)]:
+        reply = Reply(body=json_bytes(chat_completion("Sunny.")))
+        reply.headers = dict(headers_sent)
+        upstream.enqueue(reply)
+        _, headers, _ = await call(
+            http, proxy, "chat/completions", {"model": "m", "messages": USER}
+        )
+        assert ("X-Owner" in headers) is kept
+
+
+async def test_monitor_mode_relays_a_flagged_header_and_records_it(
+    upstream: FakeUpstream,
+    make_proxy: ProxyFactory,
+    http: aiohttp.ClientSession,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    monitor = PII_POLICY.replace("version: 1\n", "version: 1\nmode: monitor\n")
+    assert "mode: monitor" in monitor
+    reply = Reply(body=json_bytes(chat_completion("Sunny.")))
+    reply.headers = {**CLEAN, "X-Owner": EMAIL}
+    upstream.enqueue(reply)
+
+    status, headers, _ = await call(
+        http, await make_proxy(monitor), "chat/completions", {"model": "m", "messages": USER}
+    )
+
+    assert status == 200 and headers["X-Owner"] == EMAIL
+    findings = [r.message for r in caplog.records if r.name == "shieldgate.findings"]
+    assert any("output" in m and "monitor" in m for m in findings), findings
+    assert EMAIL not in caplog.text
