@@ -1,5 +1,6 @@
-"""``GET /v1/models``: the list relayed as it is (model ids carry nothing to guard); its
-headers pass the output shields as every reply's do."""
+"""``GET /v1/models``: the upstream's model list, relayed as it came unless the output shields
+flag a string of it (then a 502: a list cannot be half relayed); its headers pass the output
+shields as every reply's do."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from aiohttp import web
 
 from proxy.errors import UpstreamError
 from proxy.exchange.header_check import guarded_response_headers
-from proxy.state import UPSTREAM
+from proxy.exchange.lifecycle import relay_error_reply
+from proxy.exchange.reply_check import model_list_findings
+from proxy.state import UPSTREAM, policy_for, record_findings
+from shields.base import Stage
 
 __all__ = ["list_models"]
 
@@ -34,5 +38,12 @@ async def list_models(request: web.Request) -> web.StreamResponse:
             raise UpstreamError(f"The upstream reply broke off: {type(exc).__name__}") from None
         if len(body) > limit:
             raise UpstreamError(f"The upstream reply is larger than {limit} bytes")
-        headers = guarded_response_headers(request, reply.headers, "models")
+        policy = policy_for(request)
+        headers = guarded_response_headers(request, reply.headers, "models", policy)
+        if reply.status >= 300:  # an error body: checked as every upstream error is
+            return relay_error_reply(policy, reply.status, headers, body)
+        findings = model_list_findings(policy, body)
+        record_findings(request, Stage.OUTPUT, findings, "models")
+        if policy.enforcement.enforced(findings):
+            raise UpstreamError("The upstream's model list was withheld by the output policy")
         return web.Response(body=body, status=reply.status, headers=headers)

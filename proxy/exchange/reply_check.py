@@ -14,7 +14,7 @@ from typing import Any
 
 from proxy.errors import error_body
 from shields import json_codec
-from shields.base import Action, Stage
+from shields.base import Action, Finding, Stage
 from shields.openai.channels import JSON_TEXT_CHANNELS, is_json_text, is_name
 from shields.openai.reply_check import check_reply, name_shields, withhold_side_channels
 from shields.policy import CompiledPolicy
@@ -26,6 +26,7 @@ __all__ = [
     "check_reply",
     "is_json_text",
     "is_name",
+    "model_list_findings",
     "name_shields",
     "reported_error",
     "withhold_side_channels",
@@ -111,6 +112,28 @@ def check_error_body(policy: CompiledPolicy, body: bytes, status: int) -> bytes 
         else:
             string.write(_WITHHELD_VALUE)
     return json_codec.dumps(parsed)
+
+
+def model_list_findings(policy: CompiledPolicy, body: bytes) -> list[Finding]:
+    """The enforced output findings in an upstream's model list (``GET /v1/models``).
+
+    A list of ids is upstream text a client shows (a model picker, an SDK's exception): its
+    strings (ids, owners, keys, whatever else a server adds) are read as one text, as an error
+    body's are; a body that is not a JSON object is read as the text it is.
+    """
+    shields = policy.shields(Stage.OUTPUT)
+    rule = policy.enforcement
+    if not shields or not rule.enforcing:
+        return []
+    try:
+        parsed = json_codec.loads(body, unique_keys=True)
+    except json_codec.InvalidJSON:
+        parsed = None
+    if isinstance(parsed, dict):
+        text = "\n".join([string.text for string in _strings(parsed)])
+    else:
+        text = body.decode("utf-8", "replace")
+    return check_text(shields, text, fail_closed=rule.fail_closed)
 
 
 @dataclass(slots=True)

@@ -197,3 +197,45 @@ async def test_monitor_mode_relays_a_flagged_header_and_records_it(
     findings = [r.message for r in caplog.records if r.name == "shieldgate.findings"]
     assert any("output" in m and "monitor" in m for m in findings), findings
     assert EMAIL not in caplog.text
+
+
+# ---- the model list's body ---------------------------------------------------------------------
+
+
+async def test_a_model_list_carrying_a_secret_is_withheld(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    listing = models_list("m", f"debug-{AWS_KEY}")
+    upstream.enqueue(Reply(body=json_bytes(listing)))
+
+    status, _, raw = await call(http, await make_proxy(), "models", None)
+
+    assert status == 502 and AWS_KEY.encode() not in raw
+    assert b"upstream_error" in raw
+
+
+async def test_a_model_list_escaping_a_secret_is_read_as_the_client_reads_it(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # JSON escapes spell the same id to the client: the shields read the parsed strings.
+    escaped = "".join(f"\\u{ord(c):04x}" for c in AWS_KEY)
+    upstream.enqueue(Reply(body=b'{"object":"list","data":[{"id":"' + escaped.encode() + b'"}]}'))
+
+    status, _, raw = await call(http, await make_proxy(), "models", None)
+
+    assert status == 502 and escaped.encode() not in raw
+
+
+async def test_a_clean_model_list_and_a_models_error_go_as_they_came(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    listing = json_bytes(models_list("llama-3.1-8b", "qwen2.5-coder"))
+    upstream.enqueue(Reply(body=listing))
+    upstream.enqueue(Reply(status=404, body=json_bytes(error_body(f"no such key {AWS_KEY}"))))
+    proxy = await make_proxy()
+
+    status, _, raw = await call(http, proxy, "models", None)
+    assert status == 200 and raw == listing
+
+    status, _, raw = await call(http, proxy, "models", None)
+    assert status == 404 and AWS_KEY.encode() not in raw  # an error body is checked too
