@@ -32,7 +32,7 @@ from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest
 from proxy.endpoints.messages_request import MessagesRequest, new_message_id, parse_messages_request
-from proxy.endpoints.messages_stream import GuardedMessageStream, MessageTranslator, encode_events
+from proxy.endpoints.messages_stream import GuardedMessageStream, MessageTranslator
 from proxy.endpoints.responses_stream import STREAM_FAILED
 from proxy.errors import (
     NotFound,
@@ -44,6 +44,7 @@ from proxy.errors import (
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, UPSTREAM, read_body
+from proxy.stream.chat_deltas import encode_named_events
 from proxy.stream.translated import Event, MalformedChunk
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
@@ -152,7 +153,7 @@ class MessagesDialect:
         response = web.StreamResponse(headers=headers)
         response.content_type = "text/event-stream"
         await start_response(self.request, response)
-        await response.write(encode_events(events))
+        await response.write(encode_named_events(events))
         await response.write_eof()
         return response
 
@@ -169,7 +170,7 @@ class MessagesDialect:
             if not events:
                 return True
             try:
-                await response.write(encode_events(events))
+                await response.write(encode_named_events(events))
             except ConnectionResetError:
                 log.info("client disconnected mid-stream")
                 return False

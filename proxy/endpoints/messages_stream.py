@@ -33,6 +33,12 @@ from typing import Any
 
 from proxy.errors import anthropic_error_body
 from proxy.exchange.refusal import REFUSAL_SEPARATOR
+from proxy.stream.chat_deltas import (
+    REASONING_KEYS,
+    as_delta,
+    content_text,
+    string_field,
+)
 from proxy.stream.guard import StreamGuard
 from proxy.stream.translated import Event, MalformedChunk, TranslatedStream
 from shields import json_codec
@@ -42,10 +48,8 @@ from shields.policy import Refusal
 __all__ = [
     "GuardedMessageStream",
     "MessageTranslator",
-    "encode_events",
 ]
 
-_REASONING_KEYS = ("reasoning_content", "reasoning")
 # Chat finish reasons as Anthropic's stop reasons. Which stop sequence ended a message a chat
 # backend does not say: "stop" is always ``end_turn``, with ``stop_sequence: null``.
 _STOP_REASONS = {
@@ -57,15 +61,6 @@ _STOP_REASONS = {
 }
 _REFUSAL_DETAILS = {"type": "refusal", "category": None, "explanation": None}
 NO_NAME = "The upstream sent a tool call without a function name"
-
-
-def encode_events(events: list[Event]) -> bytes:
-    """``event: <type>`` + ``data: <json>`` per event, as Anthropic sends them (its SDKs skip
-    an event without an ``event:`` line)."""
-    return b"".join(
-        b"event: " + event["type"].encode() + b"\ndata: " + json_codec.dumps(event) + b"\n\n"
-        for event in events
-    )
 
 
 @dataclass(slots=True, eq=False)
@@ -181,7 +176,7 @@ class MessageTranslator:
             choice = choices[0]
             if not isinstance(choice, dict):
                 raise MalformedChunk("a choice is not an object")
-            delta = _as_delta(choice.get("message"))
+            delta = as_delta(choice.get("message"))
             completion = {**completion, "choices": [{**choice, "index": 0, "delta": delta}]}
         return self.chunk(completion) + self.complete()
 
@@ -245,9 +240,9 @@ class MessageTranslator:
             if value is None:
                 continue
             if key in ("content", "refusal"):
-                self._stream_text("text", key, _content_text(value, key), events)
-            elif key in _REASONING_KEYS:
-                text = _string(value, key)
+                self._stream_text("text", key, content_text(value, key), events)
+            elif key in REASONING_KEYS:
+                text = string_field(value, key)
                 if self._reasoning_key is None and text:
                     self._reasoning_key = key
                 if key == self._reasoning_key:
@@ -420,43 +415,6 @@ def _arguments(arguments: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise MalformedChunk("a tool call's arguments are not a JSON object")
     return parsed
-
-
-def _as_delta(message: Any) -> Any:
-    """A reply's message as one delta, its reasoning first (a stream sends the reasoning before
-    the answer; a message's keys come in any order) and its calls indexed by position."""
-    if not isinstance(message, dict):
-        return message
-    first = {key: message[key] for key in _REASONING_KEYS if key in message}
-    delta = first | {key: value for key, value in message.items() if key not in first}
-    calls = delta.get("tool_calls")
-    if isinstance(calls, list):
-        delta["tool_calls"] = [
-            {**call, "index": position} if isinstance(call, dict) else call
-            for position, call in enumerate(calls)
-        ]
-    return delta
-
-
-def _string(value: Any, key: str) -> str:
-    if not isinstance(value, str):
-        raise MalformedChunk(f"`{key}` is neither a string nor null")
-    return value
-
-
-def _content_text(value: Any, key: str) -> str:
-    if isinstance(value, str):
-        return value
-    if key == "content" and isinstance(value, list):  # content parts, as a few servers send
-        texts = []
-        for part in value:
-            if not isinstance(part, dict):
-                raise MalformedChunk("a content part is not an object")
-            text = part.get("text")
-            if isinstance(text, str):
-                texts.append(text)
-        return "".join(texts)
-    raise MalformedChunk(f"`{key}` is neither a string nor null")
 
 
 class GuardedMessageStream(TranslatedStream[MessageTranslator]):

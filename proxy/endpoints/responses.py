@@ -42,7 +42,6 @@ from proxy.endpoints.responses_stream import (
     STREAM_FAILED,
     GuardedResponseStream,
     ResponseTranslator,
-    encode_events,
     refusal_events,
 )
 from proxy.errors import (
@@ -71,6 +70,7 @@ from proxy.mcp.tools import McpTool
 from proxy.serving.off_loop import off_loop_if_large, off_loop_unless, parse_on_loop
 from proxy.state import BLOCKED_HEADER, RESPONSE_STORE, SETTINGS, UPSTREAM, read_body
 from proxy.store.responses import StoredResponse
+from proxy.stream.chat_deltas import encode_named_events
 from proxy.stream.translated import UPSTREAM_REPORTED, Event, MalformedChunk
 from proxy.upstream.http1 import UpstreamReply
 from shields import json_codec
@@ -426,7 +426,7 @@ class ResponsesDialect:
         response = web.StreamResponse(headers=headers)
         response.content_type = "text/event-stream"
         await start_response(self.request, response)
-        await response.write(encode_events(events))
+        await response.write(encode_named_events(events))
         await response.write_eof()
         return response
 
@@ -443,7 +443,7 @@ class ResponsesDialect:
             # Stored before the client hears the end: a follow-up request may come at once.
             await self._save()
             try:
-                await response.write(encode_events(events))
+                await response.write(encode_named_events(events))
             except ConnectionResetError:
                 log.info("client disconnected mid-stream")
                 return False

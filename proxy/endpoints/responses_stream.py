@@ -31,16 +31,20 @@ Neither class does I/O: the handler feeds network reads in and writes what comes
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.endpoints.responses_request import new_id
 from proxy.exchange.refusal import REFUSAL_SEPARATOR
 from proxy.mcp.tools import McpTool, McpTools
+from proxy.stream.chat_deltas import (
+    REASONING_KEYS,
+    as_delta,
+    content_text,
+    string_field,
+)
 from proxy.stream.guard import StreamGuard
 from proxy.stream.translated import Event, MalformedChunk, TranslatedStream
-from shields import json_codec
 from shields.openai.fields import serialize_arguments
 from shields.policy import Refusal
 
@@ -49,22 +53,12 @@ __all__ = [
     "GuardedResponseStream",
     "ResponseTranslator",
     "TurnCall",
-    "encode_events",
     "refusal_events",
 ]
 
-_REASONING_KEYS = ("reasoning_content", "reasoning")
 
 # The proxy's own words for a failed upstream; an upstream's error text is never passed on.
 STREAM_FAILED = "The upstream stream failed"
-
-
-def encode_events(events: list[Event]) -> bytes:
-    """``event: <type>`` + ``data: <json>`` per event, as OpenAI sends them."""
-    return b"".join(
-        b"event: " + event["type"].encode() + b"\ndata: " + json_codec.dumps(event) + b"\n\n"
-        for event in events
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +319,7 @@ class ResponseTranslator:
                 raise MalformedChunk("a choice is not an object")
             completion = {
                 **completion,
-                "choices": [{**choice, "index": 0, "delta": _as_delta(choice.get("message"))}],
+                "choices": [{**choice, "index": 0, "delta": as_delta(choice.get("message"))}],
             }
         events = self.chunk(completion)
         return events + (self.end_turn() if turn else self.complete())
@@ -527,11 +521,11 @@ class ResponseTranslator:
             if value is None:
                 continue
             if key == "content":
-                self._text("output_text", _content_text(value), events)
+                self._text("output_text", content_text(value), events)
             elif key == "refusal":
-                self._text("refusal", _string(value, key), events)
-            elif key in _REASONING_KEYS:
-                text = _string(value, key)
+                self._text("refusal", string_field(value, key), events)
+            elif key in REASONING_KEYS:
+                text = string_field(value, key)
                 if self._reasoning_key is None and text:
                     self._reasoning_key = key
                 if key == self._reasoning_key:
@@ -815,22 +809,6 @@ class ResponseTranslator:
         }
 
 
-def _as_delta(message: Any) -> Any:
-    """A reply's message as one delta, its reasoning first: a stream sends the reasoning before
-    the answer, and a message's keys come in any order (``content`` first, often)."""
-    if not isinstance(message, dict):
-        return message
-    first = {key: message[key] for key in _REASONING_KEYS if key in message}
-    delta = first | {key: value for key, value in message.items() if key not in first}
-    calls = delta.get("tool_calls")
-    if isinstance(calls, list):
-        delta["tool_calls"] = [
-            {**call, "index": position} if isinstance(call, dict) else call
-            for position, call in enumerate(calls)
-        ]
-    return delta
-
-
 def _call_text(function: Any) -> tuple[str, str]:
     """A call's name and arguments as text (what a legacy ``function_call`` and its twin in
     ``tool_calls`` must agree on); ``("", "")`` for a call that carries neither."""
@@ -846,29 +824,6 @@ def _call_text(function: Any) -> tuple[str, str]:
     if arguments is not None and not isinstance(arguments, str):
         raise MalformedChunk("a function call's `arguments` is neither a string nor an object")
     return name or "", arguments or ""
-
-
-def _string(value: Any, key: str) -> str:
-    if not isinstance(value, str):
-        raise MalformedChunk(f"`{key}` is neither a string nor null")
-    return value
-
-
-def _content_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):  # content parts, as a few servers send them
-        return "".join(_part_texts(value))
-    raise MalformedChunk("`content` is neither a string nor null")
-
-
-def _part_texts(parts: list[Any]) -> Iterator[str]:
-    for part in parts:
-        if not isinstance(part, dict):
-            raise MalformedChunk("a content part is not an object")
-        text = part.get("text")
-        if isinstance(text, str):
-            yield text
 
 
 def refusal_events(translator: ResponseTranslator, refusal: Refusal) -> list[Event]:
