@@ -45,6 +45,7 @@ __all__ = [
     "error_middleware",
     "json_response",
     "read_as_bad_request",
+    "send_event_stream",
     "start_response",
 ]
 
@@ -87,6 +88,19 @@ def json_response(
         content_type="application/json",
         headers=headers,
     )
+
+
+async def send_event_stream(
+    request: web.Request, stream: bytes, *, headers: dict[str, str] | None = None
+) -> web.StreamResponse:
+    """A whole event stream of the proxy's own (a refusal, an answer whose events were all
+    known before the first byte), sent at once."""
+    response = web.StreamResponse(headers=headers)
+    response.content_type = "text/event-stream"
+    await start_response(request, response)
+    await response.write(stream)
+    await response.write_eof()
+    return response
 
 
 class ProxyError(Exception):

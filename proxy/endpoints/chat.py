@@ -13,7 +13,7 @@ from aiohttp import web
 
 from proxy.endpoints.chat_request import ChatRequest, parse_chat_request
 from proxy.endpoints.forwarded import forwarded_call
-from proxy.errors import json_response, start_response
+from proxy.errors import json_response, send_event_stream
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import (
     StreamContext,
@@ -24,7 +24,6 @@ from proxy.exchange.refusal import (
 from proxy.serving.off_loop import parse_on_loop
 from proxy.state import BLOCKED_HEADER, read_body
 from proxy.upstream.http1 import UpstreamReply
-from shields import json_codec
 from shields.base import Stage
 from shields.verdict import StageOutcome
 
@@ -85,19 +84,12 @@ class ChatDialect:
             return json_response(completion, headers=headers)
         context = StreamContext(model=chat.model, n=chat.n, include_usage=chat.include_usage)
         stream = refusal_stream(refusal.message, context)  # before any byte is sent
-        response = web.StreamResponse(headers=headers)
-        response.content_type = "text/event-stream"
-        await start_response(exchange.request, response)
-        await response.write(stream)
-        await response.write_eof()
-        return response
+        return await send_event_stream(exchange.request, stream, headers=headers)
 
     async def answer_reply(
         self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
-        if checked.outcome.redacted:
-            body = json_codec.dumps(checked.completion)
-        return web.Response(body=body, status=reply.status, headers=exchange.relayed_headers(reply))
+        return exchange.passed_reply(checked, body, reply)
 
     async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         # The guard's bytes are the chat stream itself.

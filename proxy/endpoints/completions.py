@@ -32,7 +32,7 @@ from aiohttp import web
 from proxy.endpoints.chat_request import ChatRequest
 from proxy.endpoints.completions_request import CompletionRequest, parse_completion_request
 from proxy.endpoints.forwarded import forwarded_call, refuse_token_inputs
-from proxy.errors import error_body, json_response, start_response
+from proxy.errors import error_body, json_response, send_event_stream
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import (
     StreamContext,
@@ -46,7 +46,6 @@ from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, read_body
 from proxy.stream.guard import EndRenderer, GuardState, StreamEnd
 from proxy.upstream.http1 import UpstreamReply
-from shields import json_codec
 from shields.base import Stage
 from shields.openai.text_completion import ReplyShape
 from shields.policy import CompiledPolicy
@@ -127,19 +126,12 @@ class CompletionsDialect:
             completion = refusal_text_completion(refusal.message, model=chat.model, n=chat.n)
             return json_response(completion, headers=headers)
         stream = refusal_text_stream(refusal.message, self._context())  # before any byte is sent
-        response = web.StreamResponse(headers=headers)
-        response.content_type = "text/event-stream"
-        await start_response(exchange.request, response)
-        await response.write(stream)
-        await response.write_eof()
-        return response
+        return await send_event_stream(exchange.request, stream, headers=headers)
 
     async def answer_reply(
         self, exchange: Exchange, checked: CheckedReply, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
-        if checked.outcome.redacted:
-            body = json_codec.dumps(checked.completion)
-        return web.Response(body=body, status=reply.status, headers=exchange.relayed_headers(reply))
+        return exchange.passed_reply(checked, body, reply)
 
     async def relay_stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         # The guard reads the choices' text and renders its end in the completions shape; the

@@ -39,6 +39,7 @@ from proxy.errors import (
     UpstreamError,
     anthropic_error_body,
     json_response,
+    send_event_stream,
     start_response,
 )
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
@@ -150,12 +151,7 @@ class MessagesDialect:
         message they make."""
         if not self.stream:
             return json_response(self.translator.final, headers=headers)
-        response = web.StreamResponse(headers=headers)
-        response.content_type = "text/event-stream"
-        await start_response(self.request, response)
-        await response.write(encode_named_events(events))
-        await response.write_eof()
-        return response
+        return await send_event_stream(self.request, encode_named_events(events), headers=headers)
 
     async def _stream(
         self, exchange: Exchange, stream: GuardedMessageStream, reply: UpstreamReply

@@ -52,6 +52,7 @@ from proxy.errors import (
     StoreUnavailable,
     UpstreamError,
     json_response,
+    send_event_stream,
     start_response,
 )
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
@@ -423,12 +424,7 @@ class ResponsesDialect:
         the object its last event carries."""
         if not self.parsed.stream:
             return json_response(self.translator.final, headers=headers)
-        response = web.StreamResponse(headers=headers)
-        response.content_type = "text/event-stream"
-        await start_response(self.request, response)
-        await response.write(encode_named_events(events))
-        await response.write_eof()
-        return response
+        return await send_event_stream(self.request, encode_named_events(events), headers=headers)
 
     async def _stream(self, exchange: Exchange, reply: UpstreamReply) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Cache-Control": "no-cache"})

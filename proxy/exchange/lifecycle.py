@@ -452,6 +452,15 @@ class Exchange:
 
     # -- what dialects share -----------------------------------------------------------------
 
+    def passed_reply(
+        self, checked: CheckedReply, body: bytes, reply: UpstreamReply
+    ) -> web.Response:
+        """A whole reply in the upstream's own dialect that the output shields let through:
+        its bytes as they came, or the reply written anew where a redaction changed it."""
+        if checked.outcome.redacted:
+            body = json_codec.dumps(checked.completion)
+        return web.Response(body=body, status=reply.status, headers=self.relayed_headers(reply))
+
     def relayed_headers(self, reply: UpstreamReply) -> CIMultiDict[str]:
         """The upstream's response headers that go to the client with its reply: the
         end-to-end ones the output shields pass (``proxy.exchange.header_check``)."""
