@@ -22,7 +22,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from shields.builtin.injection_lexicon import Lexicon, alt, words
+from shields.builtin.injection_words import Lexicon, alt, words
 
 __all__ = [
     "and_say",

@@ -23,131 +23,10 @@ folds a pattern's non-ASCII letters the way it folds the text) and has a bounded
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from shields.builtin.injection_lexicon_more import MORE_LEXICONS
+from shields.builtin.injection_words import OPTIONAL_FIELDS, Lexicon, alt, forms, typos, words
 
 __all__ = ["LEXICONS", "OPTIONAL_FIELDS", "Lexicon", "alt", "typos", "words"]
-
-# Words shorter than this match exactly: one edit away from a short word is another word.
-TYPO_MIN_LEN = 5
-
-
-def typos(word: str) -> str:
-    """A regex for ``word`` and the common slips of the keyboard one edit away from it: a letter
-    dropped ("ignre"), doubled ("ignorre") or swapped with its neighbour ("ignroe").
-
-    Every form is a literal: a letter class per position ("ign[a-z]re") would catch changed
-    letters too, but multiplies the states of the one DFA all rules share (the prefilter then
-    runs out of memory and falls back to a slow engine). The first letter is kept (typos
-    rarely hit it) and nothing is added after the last one, so inflections ("ignored") are
-    not typos of the imperative; the rules' vetoes drop real words among the forms.
-    """
-    if len(word) < TYPO_MIN_LEN or not word.isalpha():
-        return word
-    forms = {word}
-    for i in range(1, len(word)):
-        forms.add(word[:i] + word[i + 1 :])  # dropped
-        forms.add(word[:i] + word[i] + word[i:])  # doubled
-        if i + 1 < len(word) and word[i] != word[i + 1]:
-            forms.add(word[:i] + word[i + 1] + word[i] + word[i + 2 :])  # swapped
-    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
-
-
-def alt(words: Iterable[str], *, tolerant: bool = False) -> str:
-    """A non-capturing alternation of ``words`` (phrases allowed), longest first."""
-    unique = sorted(set(words), key=len, reverse=True)
-    parts = [typos(w) if tolerant and " " not in w else w for w in unique]
-    return "(?:" + "|".join(parts) + ")"
-
-
-@dataclass(frozen=True, slots=True)
-class Lexicon:
-    """The words of one language for the intents above (space-separated; ``|`` separates
-    phrases of several words)."""
-
-    # "ignore", "forget", "disregard": the imperative, familiar and polite.
-    override: str
-    # Words that may stand between the verb and its object: articles, "all", "your".
-    fillers: str
-    # "all", "your": an override of every instruction, or of the model's own.
-    every: str
-    # "previous", "above", "earlier": where the overridden text sits.
-    prior: str
-    # "instructions", "rules", "orders": what the model was told.
-    instructions: str
-    # "what was said before", "everything above": the earlier text as a whole.
-    said_before: str
-    # "from now on", "starting now".
-    from_now_on: str
-    # "new task", "new instruction": a label that hands over another job.
-    new_task: str
-    # "print", "repeat", "show", "translate", "spell-check": verbs that hand text back.
-    extract: str
-    # "the text above", "your instructions", "your prompt": the text to hand back.
-    prior_text: str
-    # "your instructions", "your initial prompt": the model's own prompt to hand back.
-    own_prompt: str
-    # "and say": what an override hands over to ("ignore the function and say ...").
-    say: str
-    # "instead": the override's new order replaces the old one.
-    instead: str
-    # "what is your password": the secret the application's prompt guards.
-    secret: str
-    # "I am your developer / creator / administrator".
-    authority: str
-    # "maintenance mode", "developer mode", "god mode".
-    mode: str
-    # "you have amnesia", "you have lost your memory".
-    amnesia: str
-    # Whether the key verbs and nouns also match one edit away: for the languages users type
-    # (machine-translated attacks are spelled right, and every tolerant word grows the DFA).
-    typos: bool = False
-    # "you are now": the persona switch (a weak cue: "you are now ready" is how tutorials talk).
-    you_are_now: str = ""
-    # Word order and spacing. ``verb_last``: the verb comes after its object ("पिछले निर्देशों को
-    # अनदेखा करें", "önceki talimatları unut", "以前の指示を無視して"). ``spaced=False``: words run
-    # together (Japanese, Chinese, Thai) or take their particles attached (Korean "지침을"), so
-    # the parts of a phrase may or may not have a space between them.
-    verb_last: bool = False
-    spaced: bool = True
-    # Words right before an override verb that make it something else: "do not" ("не забудь",
-    # "不要忽略", "อย่าลืม"), or a subject ("我忘记了": a narrative). Only the languages written
-    # with these rules (every order and spacing) use them.
-    negation: str = ""
-    # The same right after the verb, where the language puts it there ("無視しないで",
-    # "무시하지 마", "উপেক্ষা করো না", "忘记了").
-    negated_after: str = ""
-    # "and" between an override and the order that replaces it ("abaikan ... dan katakan").
-    conj: str = ""
-    # Words that put a mode on, before or after its name ("войди в режим разработчика",
-    # "メンテナンスモードに入って").
-    activate: str = ""
-
-    @property
-    def any_order(self) -> bool:
-        """Written for the rules of every word order and spacing (the languages that name the
-        words putting a mode on); the others are read by the rules for verb-first languages
-        written with spaces, which have their own words for modes."""
-        return bool(self.activate)
-
-
-# Fields a lexicon may leave empty: the flags, the negations a language does not need, "and"
-# (a language with the verb last has no "ignore X and say"), and the words putting a mode on,
-# which only the languages written for the rules of every word order give (``any_order``).
-OPTIONAL_FIELDS = frozenset(
-    {"typos", "verb_last", "spaced", "negation", "negated_after", "conj", "activate"}
-)
-
-
-def words(field: str) -> list[str]:
-    """A lexicon field as its entries: ``|`` separates phrases, else spaces separate words."""
-    return [w.strip() for w in field.split("|")] if "|" in field else field.split()
-
-
-def _forms(firsts: str, seconds: str) -> str:
-    """Every first part followed by every second part (``|``-separated): "अनदेखा" + "करें"."""
-    return "|".join(a + b for a in firsts.split("|") for b in seconds.split("|"))
-
 
 LEXICONS: dict[str, Lexicon] = {
     "en": Lexicon(
@@ -218,7 +97,7 @@ LEXICONS: dict[str, Lexicon] = {
             " missachten übergehe übergehen verwirf verwerfen überspringe überspringen"
         ),
         fillers=(
-            "sie alle alles die den das der deine deinen ihre ihren sämtliche jegliche jede diese"
+            "sie alle alles die den das der deine deinen ihre ihren jede diese"
             " dieser bisher zuvor vorher davor nun jetzt einfach bitte was von"
         ),
         every="alle sämtliche jegliche deine ihre",
@@ -275,6 +154,8 @@ LEXICONS: dict[str, Lexicon] = {
         ),
         typos=True,
         you_are_now="du bist jetzt|du bist nun|ab jetzt bist du|von nun an bist du|sie sind jetzt",
+        # "Vergiss die vorherigen Anweisungen nicht": "not" after the object.
+        negated_after="nicht",
     ),
     "es": Lexicon(
         override=(
@@ -509,6 +390,7 @@ LEXICONS: dict[str, Lexicon] = {
         mode="onderhoudsmodus|ontwikkelaarsmodus|godmodus|systeemmodus|debugmodus|beheerdersmodus",
         amnesia="je hebt geheugenverlies|je bent je geheugen kwijt|je herinnert je niets",
         you_are_now="je bent nu|jij bent nu|u bent nu|vanaf nu ben je|vanaf nu bent u",
+        negated_after="niet",
     ),
     # -- Languages written for the rules of every word order and spacing (issue 17). Written
     # from each language's grammar; the imperative in the familiar and the polite address.
@@ -665,7 +547,7 @@ LEXICONS: dict[str, Lexicon] = {
         ),
     ),
     "hi": Lexicon(
-        override=_forms(
+        override=forms(
             "अनदेखा|नज़रअंदाज़|नजरअंदाज|नज़रअंदाज|उपेक्षा|दरकिनार|अवहेलना|इग्नोर",
             " करें| करो| कीजिए| कीजिये| करिए| कर दें| कर दो| कर दीजिए| करना",
         )
@@ -1098,7 +980,7 @@ LEXICONS: dict[str, Lexicon] = {
             "これまでの内容|上記の内容|以上の内容|今までの内容|前の内容|これまで言われたこと"
             "|言われたこと|上に書かれたこと|上記"
         ),
-        from_now_on=_forms(
+        from_now_on=forms(
             "今後|これから|今から|これ以降|以後", "あなたは|は、あなたは|、あなたは|君は|は君は"
         ),
         new_task=(
@@ -1162,7 +1044,7 @@ LEXICONS: dict[str, Lexicon] = {
             "지금까지의 내용|위의 내용|위 내용|이전 내용|앞의 내용|지금까지 말한 것|위에 적힌 것"
             "|이전에 들은 것|지금까지 들은 것|위의 모든 것|위의 것|위에 있는 것|앞의 것"
         ),
-        from_now_on=_forms("지금부터|이제부터|앞으로", " 당신은| 너는| 넌|당신은|너는"),
+        from_now_on=forms("지금부터|이제부터|앞으로", " 당신은| 너는| 넌|당신은|너는"),
         new_task=(
             "새로운 작업|새 작업|새로운 지시|새 지시|새로운 명령|새 명령|새로운 과제|다음 작업"
             "|추가 지시|새로운 규칙"
@@ -1227,7 +1109,7 @@ LEXICONS: dict[str, Lexicon] = {
             "|之前说的|之前說的|上面说的|上面說的|之前所说的一切|之前的一切|上面的一切|以上所有"
             "|上述所有"
         ),
-        from_now_on=_forms(
+        from_now_on=forms(
             "从现在开始|從現在開始|从现在起|從現在起|从今以后|從今以後|从此以后|從此以後|接下来"
             "|接下來",
             "你|您|,你|,您",
@@ -1304,7 +1186,7 @@ LEXICONS: dict[str, Lexicon] = {
             "|ทุกอย่างที่บอกไปก่อนหน้านี้|ทุกอย่างก่อนหน้านี้|ทุกสิ่งที่กล่าวมา|ทุกอย่างที่กล่าวมา"
             "|ข้างต้น|ข้อความข้างต้น"
         ),
-        from_now_on=_forms("ต่อจากนี้ไป|ต่อจากนี้|จากนี้ไป|นับจากนี้|นับจากนี้ไป|ตั้งแต่นี้ไป|ตั้งแต่นี้", "คุณ|เธอ"),
+        from_now_on=forms("ต่อจากนี้ไป|ต่อจากนี้|จากนี้ไป|นับจากนี้|นับจากนี้ไป|ตั้งแต่นี้ไป|ตั้งแต่นี้", "คุณ|เธอ"),
         new_task=("งานใหม่|คำสั่งใหม่|คำแนะนำใหม่|ภารกิจใหม่|กฎใหม่|งานถัดไป|คำสั่งเพิ่มเติม"),
         extract="พิมพ์|แสดง|ทำซ้ำ|พูดซ้ำ|บอก|แปล|เขียน|คัดลอก|เปิดเผย|แชร์|ทวน",
         prior_text=(
@@ -1344,3 +1226,5 @@ LEXICONS: dict[str, Lexicon] = {
         activate="เข้าสู่|เปลี่ยนเป็น|สลับไปที่|คุณอยู่ใน|ตอนนี้คุณอยู่ใน|ได้เข้าสู่",
     ),
 }
+# The languages added later, each in the same shape (kept in their own module).
+LEXICONS.update(MORE_LEXICONS)
