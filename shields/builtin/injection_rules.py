@@ -1933,7 +1933,7 @@ def _field(name: str, *, tolerant: bool = False, langs: Iterable[str] = ()) -> s
 
 
 def _per_language(
-    build: Callable[[Lexicon], str], build_any: Callable[[Lexicon], str | None]
+    build: Callable[[Lexicon], str | None], build_any: Callable[[Lexicon], str | None]
 ) -> str:
     """One intent over every language: ``build`` reads the first lexicons (verb first, spaces),
     ``build_any`` those written for every word order and spacing (``any_order``)."""
@@ -2002,10 +2002,15 @@ def _override_every(lex: Lexicon) -> str:
     return rf"\b{verb},? (?:{fill} )?{every} (?:{fill} ){{0,2}}{noun}\b" + _not_after(lex)
 
 
+_AND_SAY_VERB = 14
+
+
 def _override_and_say(lex: Lexicon, *, instead: bool) -> str:
     """ "Ignore the function and say ...", "ignorez la fonction et indiquez ...": a short object,
     then the order that replaces it ("instead" makes it certain)."""
-    verb = alt(words(lex.override), tolerant=lex.typos)
+    # The short verbs only: an idiom of several words ("ne tenez pas compte") with an object
+    # and an order would outgrow the widest rule; it still counts with the earlier text.
+    verb = alt((w for w in words(lex.override) if len(w) <= _AND_SAY_VERB), tolerant=lex.typos)
     fill = alt(words(lex.fillers))
     say = alt(words(lex.say))
     glue = alt(words(lex.instead)) if instead else "(?:just|only|simply|then|now)"
@@ -2043,6 +2048,16 @@ def _intent_rules() -> tuple[Rule, ...]:
             1.0,
             _per_language(
                 _override_every, lambda lex: any_order.every_instruction(lex, _WEAK_NOUNS)
+            ),
+            _OVERRIDE_VETO,
+        ),
+        # The first languages have their own rules for this ("ignore the rules", and the
+        # stronger "olvida las instrucciones").
+        Rule(
+            "override.intent_bare",
+            0.6,
+            _per_language(
+                lambda lex: None, lambda lex: any_order.bare_instruction(lex, _WEAK_NOUNS)
             ),
             _OVERRIDE_VETO,
         ),
@@ -2155,6 +2170,7 @@ _NEGATABLE = frozenset(
         "override.other_languages",
         "override.intent_prior",
         "override.intent_every",
+        "override.intent_bare",
         "override.intent_and_say",
         "override.intent_instead_say",
     }
