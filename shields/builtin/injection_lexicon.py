@@ -11,8 +11,9 @@ without a rule of its own:
   doubled or swapped with its neighbour ("ignroe", "instrucitons"), generated from the words,
   never listed;
 - **languages**: German, Spanish, French, Italian, Portuguese and Dutch, then Russian,
-  Turkish, Hindi, Bengali, Arabic, Indonesian, Vietnamese, Tagalog, Japanese, Korean, Chinese
-  and Thai (with their word order, spacing and negation: ``injection_any_order.py``), each
+  Turkish, Hindi, Bengali, Arabic, Indonesian (with Malay's words), Vietnamese, Tagalog,
+  Japanese, Korean, Chinese and Thai, and Polish in ``injection_lexicon_more.py`` (with their
+  word order, spacing and negation: ``injection_any_order.py``), each
   written from the language's grammar: imperative forms in the familiar and the polite address,
   the articles, possessives and particles that may come between, the words for "previous" and
   for "instructions".
