@@ -77,6 +77,9 @@ MAX_RULE_WIDTH = 95
 # feed: a tiny chunk then costs a string append, and a match is still reported at most
 # BATCH characters later than it could be — which max_match includes.
 BATCH = 32
+# Characters of already-decided text kept before the next match may start: a rule's
+# ``negated_by`` reads them ("don't " before "ignore"). Text already seen, so no hold-back.
+LEFT_CONTEXT = 16
 _BLOCK = 2048
 
 
@@ -270,6 +273,8 @@ class _Active:
     weight: float
     regex: Any
     veto: Any
+    # Searched in the few characters before a match ("don't ", "n'", "j'ai "): see Rule.
+    negated_by: Any = None
 
 
 class InjectionShield(Shield):
@@ -285,6 +290,7 @@ class InjectionShield(Shield):
             else [r for r in RULES if r.category in spec.rules or r.id in spec.rules]
         )
         patterns: list[tuple[str, float, str, str | None, int]] = []
+        negations: dict[str, str] = {}
         for rule in selected:
             weight = spec.weights.get(rule.id, spec.weights.get(rule.category, rule.weight))
             if weight > 0:
@@ -292,6 +298,8 @@ class InjectionShield(Shield):
                 # The veto reads the match's normalized text too ("لا تتجاهل" -> "لl تتجloل").
                 veto = None if rule.veto is None else _folded(rule.veto)
                 patterns.append((rule.id, weight, pattern, veto, _width(pattern)))
+                if rule.negated_by is not None:
+                    negations[rule.id] = _folded(rule.negated_by)
         phrase_weight = spec.threshold if spec.phrase_weight is None else spec.phrase_weight
         if phrase_weight > 0:
             for i, phrase in enumerate(spec.phrases):
@@ -300,7 +308,13 @@ class InjectionShield(Shield):
                     (f"custom.phrase[{i}]", phrase_weight, re2.escape(key), None, len(key))
                 )
         self._rules = [
-            _Active(rule_id, weight, _compiled(pattern), None if veto is None else _compiled(veto))
+            _Active(
+                rule_id,
+                weight,
+                _compiled(pattern),
+                None if veto is None else _compiled(veto),
+                _compiled(negations[rule_id]) if rule_id in negations else None,
+            )
             for rule_id, weight, pattern, veto, _ in patterns
         ]
         self._groups = _prefilter(tuple(p[2] for p in patterns))
@@ -345,7 +359,8 @@ class _InjectionScanner(Scanner):
 
     def __init__(self, shield: InjectionShield) -> None:
         self._shield = shield
-        # Normalized text from one character before ``_decided`` (left context for \b).
+        # Normalized text from LEFT_CONTEXT characters before ``_decided``: one for \b, the
+        # rest for a negation right before a match ("don't ignore ...").
         self._buf = ""
         self._buf_start = 0
         # Every match starting before this offset has been counted.
@@ -400,7 +415,7 @@ class _InjectionScanner(Scanner):
                     self._buf = ""
                     return [finding]
         self._decided = max(decided, stop)
-        keep_from = max(base, self._decided - 1)
+        keep_from = max(base, self._decided - LEFT_CONTEXT)
         self._buf = buf[keep_from - base :]
         self._buf_start = keep_from
         return []
@@ -423,8 +438,13 @@ class _InjectionScanner(Scanner):
                 if start >= last:
                     break
                 self._next[index] = lo + match.end()
-                if rule.veto is None or rule.veto.search(match.group()) is None:
-                    found.append((start, index, lo + match.end()))
+                if rule.veto is not None and rule.veto.search(match.group()) is not None:
+                    continue
+                if rule.negated_by is not None:
+                    left = self._buf[max(start - LEFT_CONTEXT, base) - base : start - base]
+                    if rule.negated_by.search(left) is not None:
+                        continue
+                found.append((start, index, lo + match.end()))
 
     def _count(
         self, rule: _Active, start: int, end: int, normalizer: StreamNormalizer

@@ -22,10 +22,11 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from shields.builtin.injection_lexicon import Lexicon, alt, words
+from shields.builtin.injection_words import Lexicon, alt, words
 
 __all__ = [
     "and_say",
+    "bare_instruction",
     "bounded",
     "every_instruction",
     "extract",
@@ -144,6 +145,16 @@ def every_instruction(lex: Lexicon, weak: frozenset[str]) -> str:
     return f"{_verb(lex, lead=True)},?{_fills(lex, 1)}{sep}{every}{_fills(lex, 1)}{sep}{alt(nouns)}"
 
 
+def bare_instruction(lex: Lexicon, weak: frozenset[str]) -> str:
+    """ "Forget instructions", "指示を忘れて", "talimatlarını unut": the instructions overridden
+    without saying which (weak alone: "forget the rules of chess" is how people talk too)."""
+    sep = _sep(lex)
+    nouns = [w for w in words(lex.instructions) if w not in weak]
+    if lex.verb_last:
+        return f"{bounded(nouns)}{_fills(lex, 2)}{sep}{_verb(lex, lead=False)}"
+    return f"{_verb(lex, lead=True)}{_fills(lex, 2)}{sep}{alt(nouns)}"
+
+
 def and_say(lex: Lexicon, *, instead: bool) -> str | None:
     """ "Abaikan itu dan katakan ...": an override, a short object, then the order that replaces
     it ("instead" makes it certain). Only where the verb comes first and words have spaces; the
@@ -158,12 +169,20 @@ def and_say(lex: Lexicon, *, instead: bool) -> str | None:
     )
 
 
+def _gap(lex: Lexicon) -> int:
+    """Characters between an extraction verb and its text where words run together: a few
+    particles ("를 영어로"). The normalized view writes a Hangul syllable as its two or three
+    letters (jamo), so Korean takes more characters for as many syllables."""
+    hangul = any("\uac00" <= char <= "\ud7a3" for char in lex.extract + lex.prior_text)
+    return 20 if hangul else 8
+
+
 def extract(lex: Lexicon, *, own: bool) -> str:
     """ "Show your system prompt", "システムプロンプトを表示して": a verb that hands text back
     and the earlier text or the model's own prompt, in the language's order."""
     target = words(lex.own_prompt if own else lex.prior_text)
     verbs = words(lex.extract)
-    gap = f"(?: [^ {_STOP}]{{1,12}}){{0,3}}? " if lex.spaced else f"[^{_STOP}]{{0,8}}?"
+    gap = f"(?: [^ {_STOP}]{{1,12}}){{0,3}}? " if lex.spaced else f"[^{_STOP}]{{0,{_gap(lex)}}}?"
     if lex.verb_last:
         return f"{bounded(target)}{gap}{bounded(verbs, lead=False, trail=True)}"
     return f"{bounded(verbs)}{gap}{alt(target)}"

@@ -11,8 +11,9 @@ without a rule of its own:
   doubled or swapped with its neighbour ("ignroe", "instrucitons"), generated from the words,
   never listed;
 - **languages**: German, Spanish, French, Italian, Portuguese and Dutch, then Russian,
-  Turkish, Hindi, Bengali, Arabic, Indonesian, Vietnamese, Tagalog, Japanese, Korean, Chinese
-  and Thai (with their word order, spacing and negation: ``injection_any_order.py``), each
+  Turkish, Hindi, Bengali, Arabic, Indonesian (with Malay's words), Vietnamese, Tagalog,
+  Japanese, Korean, Chinese and Thai, and Polish in ``injection_lexicon_more.py`` (with their
+  word order, spacing and negation: ``injection_any_order.py``), each
   written from the language's grammar: imperative forms in the familiar and the polite address,
   the articles, possessives and particles that may come between, the words for "previous" and
   for "instructions".
@@ -23,131 +24,10 @@ folds a pattern's non-ASCII letters the way it folds the text) and has a bounded
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from shields.builtin.injection_lexicon_more import MORE_LEXICONS
+from shields.builtin.injection_words import OPTIONAL_FIELDS, Lexicon, alt, forms, typos, words
 
 __all__ = ["LEXICONS", "OPTIONAL_FIELDS", "Lexicon", "alt", "typos", "words"]
-
-# Words shorter than this match exactly: one edit away from a short word is another word.
-TYPO_MIN_LEN = 5
-
-
-def typos(word: str) -> str:
-    """A regex for ``word`` and the common slips of the keyboard one edit away from it: a letter
-    dropped ("ignre"), doubled ("ignorre") or swapped with its neighbour ("ignroe").
-
-    Every form is a literal: a letter class per position ("ign[a-z]re") would catch changed
-    letters too, but multiplies the states of the one DFA all rules share (the prefilter then
-    runs out of memory and falls back to a slow engine). The first letter is kept (typos
-    rarely hit it) and nothing is added after the last one, so inflections ("ignored") are
-    not typos of the imperative; the rules' vetoes drop real words among the forms.
-    """
-    if len(word) < TYPO_MIN_LEN or not word.isalpha():
-        return word
-    forms = {word}
-    for i in range(1, len(word)):
-        forms.add(word[:i] + word[i + 1 :])  # dropped
-        forms.add(word[:i] + word[i] + word[i:])  # doubled
-        if i + 1 < len(word) and word[i] != word[i + 1]:
-            forms.add(word[:i] + word[i + 1] + word[i] + word[i + 2 :])  # swapped
-    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
-
-
-def alt(words: Iterable[str], *, tolerant: bool = False) -> str:
-    """A non-capturing alternation of ``words`` (phrases allowed), longest first."""
-    unique = sorted(set(words), key=len, reverse=True)
-    parts = [typos(w) if tolerant and " " not in w else w for w in unique]
-    return "(?:" + "|".join(parts) + ")"
-
-
-@dataclass(frozen=True, slots=True)
-class Lexicon:
-    """The words of one language for the intents above (space-separated; ``|`` separates
-    phrases of several words)."""
-
-    # "ignore", "forget", "disregard": the imperative, familiar and polite.
-    override: str
-    # Words that may stand between the verb and its object: articles, "all", "your".
-    fillers: str
-    # "all", "your": an override of every instruction, or of the model's own.
-    every: str
-    # "previous", "above", "earlier": where the overridden text sits.
-    prior: str
-    # "instructions", "rules", "orders": what the model was told.
-    instructions: str
-    # "what was said before", "everything above": the earlier text as a whole.
-    said_before: str
-    # "from now on", "starting now".
-    from_now_on: str
-    # "new task", "new instruction": a label that hands over another job.
-    new_task: str
-    # "print", "repeat", "show", "translate", "spell-check": verbs that hand text back.
-    extract: str
-    # "the text above", "your instructions", "your prompt": the text to hand back.
-    prior_text: str
-    # "your instructions", "your initial prompt": the model's own prompt to hand back.
-    own_prompt: str
-    # "and say": what an override hands over to ("ignore the function and say ...").
-    say: str
-    # "instead": the override's new order replaces the old one.
-    instead: str
-    # "what is your password": the secret the application's prompt guards.
-    secret: str
-    # "I am your developer / creator / administrator".
-    authority: str
-    # "maintenance mode", "developer mode", "god mode".
-    mode: str
-    # "you have amnesia", "you have lost your memory".
-    amnesia: str
-    # Whether the key verbs and nouns also match one edit away: for the languages users type
-    # (machine-translated attacks are spelled right, and every tolerant word grows the DFA).
-    typos: bool = False
-    # "you are now": the persona switch (a weak cue: "you are now ready" is how tutorials talk).
-    you_are_now: str = ""
-    # Word order and spacing. ``verb_last``: the verb comes after its object ("पिछले निर्देशों को
-    # अनदेखा करें", "önceki talimatları unut", "以前の指示を無視して"). ``spaced=False``: words run
-    # together (Japanese, Chinese, Thai) or take their particles attached (Korean "지침을"), so
-    # the parts of a phrase may or may not have a space between them.
-    verb_last: bool = False
-    spaced: bool = True
-    # Words right before an override verb that make it something else: "do not" ("не забудь",
-    # "不要忽略", "อย่าลืม"), or a subject ("我忘记了": a narrative). Only the languages written
-    # with these rules (every order and spacing) use them.
-    negation: str = ""
-    # The same right after the verb, where the language puts it there ("無視しないで",
-    # "무시하지 마", "উপেক্ষা করো না", "忘记了").
-    negated_after: str = ""
-    # "and" between an override and the order that replaces it ("abaikan ... dan katakan").
-    conj: str = ""
-    # Words that put a mode on, before or after its name ("войди в режим разработчика",
-    # "メンテナンスモードに入って").
-    activate: str = ""
-
-    @property
-    def any_order(self) -> bool:
-        """Written for the rules of every word order and spacing (the languages that name the
-        words putting a mode on); the others are read by the rules for verb-first languages
-        written with spaces, which have their own words for modes."""
-        return bool(self.activate)
-
-
-# Fields a lexicon may leave empty: the flags, the negations a language does not need, "and"
-# (a language with the verb last has no "ignore X and say"), and the words putting a mode on,
-# which only the languages written for the rules of every word order give (``any_order``).
-OPTIONAL_FIELDS = frozenset(
-    {"typos", "verb_last", "spaced", "negation", "negated_after", "conj", "activate"}
-)
-
-
-def words(field: str) -> list[str]:
-    """A lexicon field as its entries: ``|`` separates phrases, else spaces separate words."""
-    return [w.strip() for w in field.split("|")] if "|" in field else field.split()
-
-
-def _forms(firsts: str, seconds: str) -> str:
-    """Every first part followed by every second part (``|``-separated): "अनदेखा" + "करें"."""
-    return "|".join(a + b for a in firsts.split("|") for b in seconds.split("|"))
-
 
 LEXICONS: dict[str, Lexicon] = {
     "en": Lexicon(
@@ -218,7 +98,7 @@ LEXICONS: dict[str, Lexicon] = {
             " missachten übergehe übergehen verwirf verwerfen überspringe überspringen"
         ),
         fillers=(
-            "sie alle alles die den das der deine deinen ihre ihren sämtliche jegliche jede diese"
+            "sie alle alles die den das der deine deinen ihre ihren jede diese"
             " dieser bisher zuvor vorher davor nun jetzt einfach bitte was von"
         ),
         every="alle sämtliche jegliche deine ihre",
@@ -243,14 +123,21 @@ LEXICONS: dict[str, Lexicon] = {
         extract=(
             "gib aus|gebe aus|drucke|wiederhole|zeige|zeig|übersetze|korrigiere|schreibe"
             "|kopiere|nenne|verrate"
+            "|prüfe|überprüfe|zeig mir"
+            "|zeige mir"
         ),
         prior_text=(
             "den text oben|den obigen text|alles oben|alles davor|den vorherigen text"
             "|den gesamten text|den ganzen text davor"
+            "|des textes oben|des obigen textes|den text davor|des textes davor"
+            "|den vorstehenden text"
+            "|rechtschreibung des textes oben|rechtschreibung des obigen textes"
+            "|rechtschreibung im text oben|rechtschreibung im obigen text"
         ),
         own_prompt=(
             "deinen prompt|deine anweisungen|deinen systemprompt|deine ursprünglichen anweisungen"
             "|deine ersten anweisungen|ihre anweisungen|ihren prompt|deine geheimen anweisungen"
+            "|deinen system-prompt|deine systemanweisungen|deine systemnachricht"
         ),
         say="sag|sage|sagen|gib|geben|schreib|schreibe|schreiben|antworte|antworten|drucke|nenne",
         instead="stattdessen|statt dessen|lieber",
@@ -275,13 +162,17 @@ LEXICONS: dict[str, Lexicon] = {
         ),
         typos=True,
         you_are_now="du bist jetzt|du bist nun|ab jetzt bist du|von nun an bist du|sie sind jetzt",
+        # "Vergiss die vorherigen Anweisungen nicht": "not" after the object.
+        negated_after="nicht",
     ),
     "es": Lexicon(
         override=(
-            "ignora ignore ignoren ignorad ignorar olvida olvide olviden olvidad olvidar olvídate"
-            " olvídese omite omita omitan descarta descarte desatiende desatienda salta"
+            "ignora|ignore|ignoren|ignorad|ignorar|olvida|olvide|olviden|olvidad|olvidar|olvídate"
+            "|olvídese|omite|omita|omitan|descarta|descarte|desatiende|desatienda|salta"
+            "|haz caso omiso|haga caso omiso|hagan caso omiso|no hagas caso|no haga caso"
+            "|no sigas|no siga"
         ),
-        fillers="de todas todos toda todo las los tus sus su el la lo esas esos estas estos",
+        fillers="de todas todos toda todo las los tus sus su el la lo esas esos estas estos a al",
         every="todas todos toda tus sus",
         prior="anteriores anterior previas previos previa precedentes pasadas iniciales originales",
         instructions=(
@@ -297,14 +188,22 @@ LEXICONS: dict[str, Lexicon] = {
             "nueva tarea|nueva instrucción|nuevas instrucciones|nueva orden|nuevo comando"
             "|nueva regla|nuevas reglas|instrucción adicional|siguiente tarea"
         ),
-        extract="imprime|repite|muestra|traduce|corrige|escribe|copia|revela|dime",
+        extract=(
+            "imprime|repite|muestra|traduce|corrige|escribe|copia|revela|dime"
+            "|revisa|revise"
+            "|muéstrame|enséñame|imprímelo|muestre|traduzca|imprima|repita"
+            "|corrija"
+        ),
         prior_text=(
             "el texto anterior|el texto de arriba|todo lo anterior|todo lo de arriba"
             "|el prompt del sistema"
+            "|del texto de arriba|del texto anterior|texto de arriba|el texto que precede"
         ),
         own_prompt=(
             "tus instrucciones|tu prompt|tus instrucciones iniciales|tus instrucciones originales"
             "|sus instrucciones|su prompt|tu mensaje del sistema|tus instrucciones secretas"
+            "|tu prompt del sistema|tu prompt de sistema|el prompt del sistema"
+            "|tus instrucciones del sistema|su prompt del sistema"
         ),
         say="di|diga|decir|dime|indica|indique|escribe|escriba|responde|responda|imprime|imprima",
         instead="en su lugar|en lugar de eso|en vez de eso|mejor",
@@ -332,8 +231,9 @@ LEXICONS: dict[str, Lexicon] = {
     ),
     "fr": Lexicon(
         override=(
-            "ignore ignorez ignorer oublie oubliez oublier néglige négligez écarte écartez"
-            " laisse laissez abandonne abandonnez"
+            "ignore|ignorez|ignorer|oublie|oubliez|oublier|néglige|négligez|écarte|écartez|laisse"
+            "|laissez|abandonne|abandonnez|ne tiens pas compte|ne tenez pas compte|ne suis pas"
+            "|ne suivez pas|fais abstraction|faites abstraction"
         ),
         fillers="de toutes tous tout les tes vos ces ce qui ta ton votre la le l' des",
         every="toutes tous tes vos",
@@ -354,11 +254,18 @@ LEXICONS: dict[str, Lexicon] = {
         extract=(
             "imprime|imprimez|répète|répétez|affiche|affichez|montre|montrez|traduis|traduisez"
             "|corrige|corrigez|écris|écrivez|recopie|recopiez|révèle|révélez"
+            "|vérifie|vérifiez|montre-moi|montrez-moi|donne-moi|donnez-moi|affiche-moi"
         ),
-        prior_text=("le texte ci-dessus|le texte précédent|tout ce qui précède|le prompt système"),
+        prior_text=(
+            "le texte ci-dessus|le texte précédent|tout ce qui précède|le prompt système"
+            "|du texte ci-dessus|du texte précédent|texte ci-dessus|le texte qui précède"
+            "|l'orthographe du texte ci-dessus|l'orthographe du texte précédent"
+        ),
         own_prompt=(
             "tes instructions|vos instructions|ton prompt|votre prompt|tes instructions initiales"
             "|vos instructions initiales|tes consignes|vos consignes|ton message système"
+            "|ton prompt système|votre prompt système|tes instructions système"
+            "|vos instructions système"
         ),
         say="dis|dites|dire|indique|indiquez|écris|écrivez|réponds|répondez|imprime|imprimez",
         instead="à la place|plutôt|au lieu de cela",
@@ -387,10 +294,14 @@ LEXICONS: dict[str, Lexicon] = {
     ),
     "it": Lexicon(
         override=(
-            "ignora ignori ignorate ignorare dimentica dimentichi dimenticate dimenticare"
-            " trascura trascurate tralascia tralasciate scarta scartate"
+            "ignora|ignori|ignorate|ignorare|dimentica|dimentichi|dimenticate|dimenticare"
+            "|trascura|trascurate|tralascia|tralasciate|scarta|scartate|non tenere conto"
+            "|non tener conto|non considerare|non seguire|non seguite"
         ),
-        fillers="di tutte tutti tutto le gli i tue tuoi sue suoi quelle quelli queste la il lo",
+        fillers=(
+            "di tutte tutti tutto le gli i tue tuoi sue suoi quelle quelli queste la il lo"
+            " delle degli dei della del"
+        ),
         every="tutte tutti tue tuoi",
         prior="precedenti precedente anteriori iniziali originali sopra",
         instructions=(
@@ -406,11 +317,19 @@ LEXICONS: dict[str, Lexicon] = {
             "nuovo compito|nuova istruzione|nuove istruzioni|nuovo ordine|nuovo comando"
             "|nuove regole|istruzione aggiuntiva|prossimo compito"
         ),
-        extract="stampa|ripeti|mostra|traduci|correggi|scrivi|copia|rivela|dimmi",
-        prior_text=("il testo sopra|il testo precedente|tutto quanto sopra|il prompt di sistema"),
+        extract=(
+            "stampa|ripeti|mostra|traduci|correggi|scrivi|copia|rivela|dimmi"
+            "|mostrami|fammi vedere|controlla|correggi|ripetimi"
+        ),
+        prior_text=(
+            "il testo sopra|il testo precedente|tutto quanto sopra|il prompt di sistema"
+            "|del testo sopra|del testo qui sopra|il testo qui sopra|testo qui sopra"
+            "|del testo precedente"
+        ),
         own_prompt=(
             "le tue istruzioni|il tuo prompt|le tue istruzioni iniziali|le sue istruzioni"
             "|le tue istruzioni originali|il tuo messaggio di sistema"
+            "|il tuo prompt di sistema|tuo prompt di sistema|le tue istruzioni di sistema"
         ),
         say="di'|dì|dica|dire|dimmi|indica|indichi|scrivi|scriva|rispondi|risponda|stampa",
         instead="invece|al suo posto|piuttosto",
@@ -436,8 +355,9 @@ LEXICONS: dict[str, Lexicon] = {
     ),
     "pt": Lexicon(
         override=(
-            "ignora ignore ignorem ignorar esqueça esqueca esquece esqueçam esquecer desconsidere"
-            " desconsidera descarte descarta despreze despreza"
+            "ignora|ignore|ignorem|ignorar|esqueça|esqueca|esquece|esqueçam|esquecer|desconsidere"
+            "|desconsidera|descarte|descarta|despreze|despreza|não considere|não leve em conta"
+            "|não siga|não sigas"
         ),
         fillers="de todas todos tudo as os suas seus tuas teus essas esses estas estes a o",
         every="todas todos suas tuas",
@@ -455,11 +375,19 @@ LEXICONS: dict[str, Lexicon] = {
             "nova tarefa|nova instrução|novas instruções|nova ordem|novo comando|novas regras"
             "|instrução adicional|próxima tarefa"
         ),
-        extract="imprima|imprime|repita|repete|mostre|mostra|traduza|traduz|corrija|escreva|revele",
-        prior_text=("o texto acima|o texto anterior|tudo acima|o prompt do sistema"),
+        extract=(
+            "imprima|imprime|repita|repete|mostre|mostra|traduza|traduz|corrija|escreva|revele"
+            "|mostre-me|mostra-me|me mostre|verifique|corrija"
+        ),
+        prior_text=(
+            "o texto acima|o texto anterior|tudo acima|o prompt do sistema"
+            "|do texto acima|do texto anterior|texto acima"
+        ),
         own_prompt=(
             "suas instruções|tuas instruções|seu prompt|teu prompt|suas instruções iniciais"
             "|suas instruções originais|sua mensagem de sistema"
+            "|seu prompt do sistema|o seu prompt do sistema|seu prompt de sistema"
+            "|suas instruções do sistema"
         ),
         say="diga|diz|dizer|indique|escreva|escreve|responda|responde|imprima|imprime",
         instead="em vez disso|ao invés disso|no lugar",
@@ -494,9 +422,19 @@ LEXICONS: dict[str, Lexicon] = {
         ),
         from_now_on="vanaf nu|voortaan|van nu af aan",
         new_task="nieuwe taak|nieuwe instructie|nieuwe instructies|nieuwe opdracht|nieuwe regels",
-        extract="print|herhaal|toon|laat zien|vertaal|corrigeer|schrijf|kopieer",
-        prior_text=("de tekst hierboven|de bovenstaande tekst|alles hierboven"),
-        own_prompt="je instructies|jouw instructies|je prompt|je oorspronkelijke instructies",
+        extract=(
+            "print|herhaal|toon|laat zien|vertaal|corrigeer|schrijf|kopieer"
+            "|controleer|verbeter|laat me|geef"
+        ),
+        prior_text=(
+            "de tekst hierboven|de bovenstaande tekst|alles hierboven"
+            "|van de tekst hierboven|van de bovenstaande tekst"
+        ),
+        own_prompt=(
+            "je instructies|jouw instructies|je prompt|je oorspronkelijke instructies"
+            "|je systeemprompt|jouw systeemprompt|uw systeemprompt|de systeemprompt"
+            "|je systeeminstructies"
+        ),
         say="zeg|zeggen|schrijf|antwoord|print|geef",
         instead="in plaats daarvan|liever",
         secret=(
@@ -509,6 +447,7 @@ LEXICONS: dict[str, Lexicon] = {
         mode="onderhoudsmodus|ontwikkelaarsmodus|godmodus|systeemmodus|debugmodus|beheerdersmodus",
         amnesia="je hebt geheugenverlies|je bent je geheugen kwijt|je herinnert je niets",
         you_are_now="je bent nu|jij bent nu|u bent nu|vanaf nu ben je|vanaf nu bent u",
+        negated_after="niet",
     ),
     # -- Languages written for the rules of every word order and spacing (issue 17). Written
     # from each language's grammar; the imperative in the familiar and the polite address.
@@ -549,10 +488,13 @@ LEXICONS: dict[str, Lexicon] = {
             "выведи|выведите|повтори|повторите|покажи|покажите|напечатай|напечатайте|переведи"
             "|переведите|напиши|напишите|раскрой|раскройте|скопируй|процитируй|процитируйте"
             "|перескажи|сообщи|скажи"
+            "|исправь|исправьте|проверь|проверьте"
         ),
         prior_text=(
             "текст выше|приведённый выше текст|приведенный выше текст|предыдущий текст"
             "|весь текст выше|всё, что выше|всё что выше|текст до этого"
+            "|в тексте выше|в приведённом выше тексте|в приведенном выше тексте"
+            "|предыдущего текста|текста выше"
         ),
         own_prompt=(
             "свои инструкции|твои инструкции|ваши инструкции|свой системный промпт"
@@ -635,6 +577,8 @@ LEXICONS: dict[str, Lexicon] = {
             "senin talimatlarını|sistem istemini|sistem promptunu|sistem mesajını"
             "|ilk talimatlarını|orijinal talimatlarını|gizli talimatlarını|size verilen talimatları"
             "|sana verilen talimatları|başlangıç talimatlarını"
+            "|sistem isteminizi|sistem isteminizi|sistem isteminizin|talimatlarınızı"
+            "|sistem talimatlarını"
         ),
         say="söyle|de|yaz",
         instead="bunun yerine|onun yerine",
@@ -665,13 +609,17 @@ LEXICONS: dict[str, Lexicon] = {
         ),
     ),
     "hi": Lexicon(
-        override=_forms(
-            "अनदेखा|नज़रअंदाज़|नजरअंदाज|नज़रअंदाज|उपेक्षा|दरकिनार|अवहेलना|इग्नोर",
-            " करें| करो| कीजिए| कीजिये| करिए| कर दें| कर दो| कर दीजिए| करना",
-        )
-        + "|भूल जाओ|भूल जाइए|भूल जाइये|भूल जाएं|भूल जाएँ|भूल जायें|भूल जाना|भुला दो|भुला दें"
-        "|भुला दीजिए|पालन न करें|पालन मत करो|पालन मत करें|पालन न करो|पालन मत कीजिए|पालन न कीजिए"
-        "|मत मानो|मत मानें|न मानें",
+        override=(
+            forms(
+                "अनदेखा|नज़रअंदाज़|नजरअंदाज|नज़रअंदाज|उपेक्षा|दरकिनार|अवहेलना|इग्नोर",
+                " करें| करो| कीजिए| कीजिये| करिए| कर दें| कर दो| कर दीजिए| करना",
+            )
+            + "|भूल जाओ|भूल जाइए|भूल जाइये|भूल जाएं|भूल जाएँ|भूल जायें|भूल जाना|भुला दो|भुला दें"
+            "|भुला दीजिए|पालन न करें|पालन मत करो|पालन मत करें|पालन न करो|पालन मत कीजिए|पालन न कीजिए"
+            "|मत मानो|मत मानें|न मानें"
+            "|अनदेखा करके|नज़रअंदाज़ करके|नजरअंदाज करके|उपेक्षा करके|अवहेलना करके|इग्नोर करके"
+            "|अनदेखा करते हुए|भूलकर"
+        ),
         fillers=(
             "सभी|सारे|सारी|तमाम|अपने|अपनी|आपके|आपकी|तुम्हारे|तुम्हारी|को|के|की|का|से|और|बस"
             "|कृपया|पूरी तरह से|पूरी तरह|दिए गए|दी गई|तो|अब|हर|उसे|उन्हें|सब कुछ|सब|है|हैं|था|थे|भी"
@@ -691,6 +639,8 @@ LEXICONS: dict[str, Lexicon] = {
             "|ऊपर का सब कुछ|अब तक कहा गया सब कुछ|पहले कही गई बातें|पहले की सारी बातें"
             "|पहले की सभी बातें|जो तुम्हें बताया गया|जो आपको बताया गया|जो आपको पहले बताया गया"
             "|जो भी आपको बताया गया|जो भी तुम्हें बताया गया|जो भी पहले कहा गया"
+            "|जो कुछ भी बताया गया|जो कुछ भी कहा गया|जो कुछ बताया गया|जो कुछ कहा गया"
+            "|जो कुछ भी पहले बताया गया"
         ),
         from_now_on="अब से आप|अब से तुम|अब से तू|इस क्षण से|इस पल से|आज से आप|आज से तुम",
         new_task=("नया कार्य|नया काम|नया निर्देश|नए निर्देश|नया आदेश|अगला कार्य|अतिरिक्त निर्देश"),
@@ -701,6 +651,7 @@ LEXICONS: dict[str, Lexicon] = {
         ),
         prior_text=(
             "ऊपर का पाठ|ऊपर लिखा पाठ|ऊपर दिया गया पाठ|ऊपर का टेक्स्ट|पिछला पाठ|ऊपर लिखा सब कुछ"
+            "|ऊपर दिए गए पाठ|ऊपर दिया गया टेक्स्ट|ऊपर दिए गए टेक्स्ट|ऊपर के पाठ"
         ),
         own_prompt=(
             "अपने मूल निर्देश|अपने प्रारंभिक निर्देश|अपने शुरुआती निर्देश|अपने गुप्त निर्देश"
@@ -721,7 +672,8 @@ LEXICONS: dict[str, Lexicon] = {
             "|आपके डेवलपर के रूप में|आपके निर्माता के रूप में"
         ),
         mode=(
-            "रखरखाव मोड|मेंटेनेंस मोड|डेवलपर मोड|डिबग मोड|एडमिन मोड|व्यवस्थापक मोड|गॉड मोड|ओवरराइड मोड"
+            "रखरखाव मोड|मेंटेनेंस मोड|डेवलपर मोड|डिबग मोड|एडमिन मोड|व्यवस्थापक मोड|गॉड मोड"
+            "|ओवरराइड मोड"
             "|सिस्टम मोड|परीक्षण मोड|टेस्ट मोड|अप्रतिबंधित मोड"
         ),
         amnesia=(
@@ -742,6 +694,7 @@ LEXICONS: dict[str, Lexicon] = {
             "|ভুলে যাও|এড়িয়ে যান"
             "|এড়িয়ে যাও|বাদ দিন|বাদ দাও|মানবেন না|মেনো না|মানো না|অনুসরণ করবেন না"
             "|অনুসরণ করো না|পালন করবেন না|পালন করো না"
+            "|উপেক্ষা করে|অগ্রাহ্য করে|ভুলে গিয়ে"
         ),
         fillers=(
             "সমস্ত|সব|সকল|সবগুলো|সবগুলি|আপনার|তোমার|তোর|কে|এবং|শুধু|দয়া করে|অনুগ্রহ করে"
@@ -759,6 +712,8 @@ LEXICONS: dict[str, Lexicon] = {
         said_before=(
             "যা আগে বলা হয়েছে|যা আগে বলা হয়েছিল|উপরে যা বলা হয়েছে|উপরে যা লেখা আছে|উপরের সবকিছু"
             "|আগের সবকিছু|এতক্ষণ যা বলা হয়েছে|আপনাকে যা বলা হয়েছে|তোমাকে যা বলা হয়েছে"
+            "|যা বলা হয়েছিল|আগে যা বলা হয়েছিল|যা বলা হয়েছে|আপনাকে আগে যা বলা হয়েছিল"
+            "|তোমাকে আগে যা বলা হয়েছিল"
         ),
         from_now_on="এখন থেকে আপনি|এখন থেকে তুমি|এখন থেকে তুই|এই মুহূর্ত থেকে|আজ থেকে আপনি",
         new_task="নতুন কাজ|নতুন নির্দেশ|নতুন নির্দেশনা|নতুন আদেশ|পরবর্তী কাজ|অতিরিক্ত নির্দেশ",
@@ -766,7 +721,10 @@ LEXICONS: dict[str, Lexicon] = {
             "দেখান|দেখাও|বলুন|বলো|পুনরাবৃত্তি করুন|পুনরাবৃত্তি করো|প্রিন্ট করুন|প্রিন্ট করো"
             "|লিখুন|লেখো|অনুবাদ করুন|অনুবাদ করো|প্রকাশ করুন|প্রকাশ করো|শেয়ার করুন"
         ),
-        prior_text="উপরের লেখা|উপরের পাঠ্য|উপরের টেক্সট|আগের লেখা|উপরের সবকিছু",
+        prior_text=(
+            "উপরের লেখা|উপরের পাঠ্য|উপরের টেক্সট|আগের লেখা|উপরের সবকিছু"
+            "|উপরের লেখাটি|উপরের লেখাটা|উপরের পাঠ্যটি|উপরের টেক্সটটি"
+        ),
         own_prompt=(
             "আপনার নির্দেশাবলী|আপনার সিস্টেম প্রম্পট|তোমার সিস্টেম প্রম্পট|সিস্টেম প্রম্পট"
             "|আপনার প্রম্পট|তোমার প্রম্পট|আপনার মূল নির্দেশাবলী|আপনার প্রাথমিক নির্দেশাবলী"
@@ -877,30 +835,42 @@ LEXICONS: dict[str, Lexicon] = {
             " diberikan pernah ini pun dari kepadamu"
         ),
         every="semua|seluruh|segala|setiap",
-        prior=("sebelumnya|terdahulu|di atas|yang diberikan|sebelum ini|awal|asli|lama|yang lalu"),
+        prior=(
+            "sebelumnya|terdahulu|di atas|yang diberikan|sebelum ini|awal|asli|lama|yang lalu"
+            "|yang lepas"
+        ),
         instructions=(
             "instruksi|instruksinya|instruksimu|perintah|perintahnya|perintahmu|petunjuk"
             "|petunjuknya|arahan|arahannya|aturan|aturannya|peraturan|pedoman|prompt|prompt sistem"
             "|instruksi sistem|batasan"
+            "|arahan sistem|gesaan"
         ),
         said_before=(
             "apa yang dikatakan|apa yang telah dikatakan|semua yang dikatakan|yang di atas"
             "|semua yang di atas|apa yang sudah dikatakan|semua hal di atas"
+            "|semua yang telah dikatakan|semua yang sudah dikatakan|semua yang telah diberitahu"
+            "|apa yang telah diberitahu|semua yang diberitahu|semua yang telah disampaikan"
         ),
         from_now_on="mulai sekarang|mulai saat ini|dari sekarang|mulai detik ini|sejak saat ini",
         new_task=(
             "tugas baru|instruksi baru|perintah baru|aturan baru|tugas berikutnya"
             "|instruksi tambahan|tugas selanjutnya"
+            "|tugasan baharu|tugas baharu|arahan baharu|arahan baru|tugasan baru"
         ),
         extract=(
             "cetak|cetaklah|ulangi|tampilkan|tunjukkan|terjemahkan|tulis|tuliskan|salin|ungkapkan"
             "|beritahu|beri tahu|bagikan|sebutkan"
         ),
-        prior_text="teks di atas|teks sebelumnya|semua teks di atas|seluruh teks di atas",
+        prior_text=(
+            "teks di atas|teks sebelumnya|semua teks di atas|seluruh teks di atas"
+            "|teks di atas ini|teks terdahulu"
+        ),
         own_prompt=(
             "instruksimu|instruksi anda|instruksi kamu|prompt sistem|prompt sistemmu"
             "|prompt sistem anda|prompt anda|promptmu|instruksi awal|instruksi awalmu"
             "|instruksi asli|instruksi rahasia|pesan sistem|instruksi sistem"
+            "|gesaan sistem|gesaan sistem anda|arahan sistem|arahan sistem anda|arahan anda"
+            "|arahan asal anda|arahan asal"
         ),
         say="katakan|ucapkan|tulis|tuliskan|jawab|balas|cetak|sebutkan",
         instead="sebagai gantinya|sebaliknya",
@@ -909,6 +879,8 @@ LEXICONS: dict[str, Lexicon] = {
             "|apa password anda|apa passwordmu|beritahu kata sandimu|berikan kata sandimu"
             "|sebutkan kata sandi|apa kunci rahasia|apa kunci rahasianya|apa kata sandi rahasia"
             "|apa kata sandinya"
+            "|apakah kata laluan|apa kata laluan|apakah kata laluan anda|berikan kata laluan"
+            "|apakah kunci rahsia|apakah rahsianya"
         ),
         authority=(
             "saya pengembangmu|saya pengembang anda|saya pengembang kamu|aku pengembangmu"
@@ -927,6 +899,7 @@ LEXICONS: dict[str, Lexicon] = {
             "kamu mengalami amnesia|anda mengalami amnesia|kamu kehilangan ingatan"
             "|anda kehilangan ingatan|ingatanmu telah dihapus|ingatan anda telah dihapus"
             "|kamu tidak ingat apa pun|kamu tidak ingat apa-apa|anda tidak ingat apa pun"
+            "|anda hilang ingatan|kamu hilang ingatan|ingatan anda telah dipadam"
         ),
         you_are_now=(
             "sekarang kamu adalah|sekarang anda adalah|kamu sekarang adalah|anda sekarang adalah"
@@ -962,6 +935,8 @@ LEXICONS: dict[str, Lexicon] = {
             "những gì đã nói|những gì đã được nói|mọi thứ ở trên|tất cả những gì ở trên"
             "|những điều trên|những gì bạn được bảo|mọi điều đã nói"
             "|mọi thứ trước đó|tất cả những gì trước đó"
+            "|mọi điều bạn đã được bảo|những gì bạn đã được bảo|mọi thứ bạn đã được bảo"
+            "|mọi điều đã được nói|những gì đã được nói trước đó|mọi điều bạn được bảo"
         ),
         from_now_on="từ giờ trở đi|từ bây giờ|kể từ bây giờ|từ nay trở đi|bắt đầu từ bây giờ",
         new_task=("nhiệm vụ mới|hướng dẫn mới|chỉ dẫn mới|lệnh mới|quy tắc mới|nhiệm vụ tiếp theo"),
@@ -1098,7 +1073,7 @@ LEXICONS: dict[str, Lexicon] = {
             "これまでの内容|上記の内容|以上の内容|今までの内容|前の内容|これまで言われたこと"
             "|言われたこと|上に書かれたこと|上記"
         ),
-        from_now_on=_forms(
+        from_now_on=forms(
             "今後|これから|今から|これ以降|以後", "あなたは|は、あなたは|、あなたは|君は|は君は"
         ),
         new_task=(
@@ -1162,7 +1137,7 @@ LEXICONS: dict[str, Lexicon] = {
             "지금까지의 내용|위의 내용|위 내용|이전 내용|앞의 내용|지금까지 말한 것|위에 적힌 것"
             "|이전에 들은 것|지금까지 들은 것|위의 모든 것|위의 것|위에 있는 것|앞의 것"
         ),
-        from_now_on=_forms("지금부터|이제부터|앞으로", " 당신은| 너는| 넌|당신은|너는"),
+        from_now_on=forms("지금부터|이제부터|앞으로", " 당신은| 너는| 넌|당신은|너는"),
         new_task=(
             "새로운 작업|새 작업|새로운 지시|새 지시|새로운 명령|새 명령|새로운 과제|다음 작업"
             "|추가 지시|새로운 규칙"
@@ -1171,6 +1146,7 @@ LEXICONS: dict[str, Lexicon] = {
         prior_text=(
             "위의 텍스트|위 텍스트|위의 글|위 글|앞의 텍스트|이전 텍스트|위의 내용|위 내용"
             "|위의 문장"
+            "|위의 텍스트를|위 텍스트를"
         ),
         own_prompt=(
             "시스템 프롬프트|당신의 지시사항|당신의 지침|너의 지시사항|너의 지침|원래 지시"
@@ -1226,8 +1202,9 @@ LEXICONS: dict[str, Lexicon] = {
             "上面的内容|上面的內容|以上内容|以上內容|之前的内容|之前的內容|前面的内容|前面的內容"
             "|之前说的|之前說的|上面说的|上面說的|之前所说的一切|之前的一切|上面的一切|以上所有"
             "|上述所有"
+            "|之前告诉你的一切|之前告訴你的一切|告诉你的一切|告訴你的一切|之前对你说的一切|之前對你說的一切|你之前被告知的一切|之前给你的一切"
         ),
-        from_now_on=_forms(
+        from_now_on=forms(
             "从现在开始|從現在開始|从现在起|從現在起|从今以后|從今以後|从此以后|從此以後|接下来"
             "|接下來",
             "你|您|,你|,您",
@@ -1239,10 +1216,12 @@ LEXICONS: dict[str, Lexicon] = {
         extract=(
             "打印|输出|輸出|重复|重複|显示|顯示|展示|告诉我|告訴我|翻译|翻譯|写出|寫出|复制|複製"
             "|透露|泄露|洩露|公开|公開|说出|說出|列出|复述|複述"
+            "|检查|檢查|校对|校對|拼写检查|拼寫檢查|纠正|糾正"
         ),
         prior_text=(
             "上面的文字|上面的文本|以上文字|以上文本|上述文本|上述文字|前面的文字|前面的文本"
             "|之前的文本|上面的内容|上面的內容|以上内容|以上內容"
+            "|上面文本|上面文字|上文"
         ),
         own_prompt=(
             "你的指令|你的指示|你的系统提示|你的系統提示|系统提示词|系統提示詞|系统提示|系統提示"
@@ -1286,7 +1265,8 @@ LEXICONS: dict[str, Lexicon] = {
     ),
     "th": Lexicon(
         override=(
-            "เพิกเฉย|เพิกเฉยต่อ|ละเลย|ละเว้น|ลืม|ไม่ต้องสนใจ|ไม่ต้องใส่ใจ|อย่าสนใจ|อย่าใส่ใจ|มองข้าม"
+            "เพิกเฉย|เพิกเฉยต่อ|ละเลย|ละเว้น|ลืม|ไม่ต้องสนใจ|ไม่ต้องใส่ใจ|อย่าสนใจ|อย่าใส่ใจ"
+            "|มองข้าม"
             "|อย่าไปสนใจ|ไม่ต้องไปสนใจ"
             "|ข้าม|ละทิ้ง|ทิ้ง|ไม่ต้องทำตาม|อย่าทำตาม|ไม่ต้องปฏิบัติตาม|อย่าปฏิบัติตาม"
         ),
@@ -1304,7 +1284,7 @@ LEXICONS: dict[str, Lexicon] = {
             "|ทุกอย่างที่บอกไปก่อนหน้านี้|ทุกอย่างก่อนหน้านี้|ทุกสิ่งที่กล่าวมา|ทุกอย่างที่กล่าวมา"
             "|ข้างต้น|ข้อความข้างต้น"
         ),
-        from_now_on=_forms("ต่อจากนี้ไป|ต่อจากนี้|จากนี้ไป|นับจากนี้|นับจากนี้ไป|ตั้งแต่นี้ไป|ตั้งแต่นี้", "คุณ|เธอ"),
+        from_now_on=forms("ต่อจากนี้ไป|ต่อจากนี้|จากนี้ไป|นับจากนี้|นับจากนี้ไป|ตั้งแต่นี้ไป|ตั้งแต่นี้", "คุณ|เธอ"),
         new_task=("งานใหม่|คำสั่งใหม่|คำแนะนำใหม่|ภารกิจใหม่|กฎใหม่|งานถัดไป|คำสั่งเพิ่มเติม"),
         extract="พิมพ์|แสดง|ทำซ้ำ|พูดซ้ำ|บอก|แปล|เขียน|คัดลอก|เปิดเผย|แชร์|ทวน",
         prior_text=(
@@ -1344,3 +1324,5 @@ LEXICONS: dict[str, Lexicon] = {
         activate="เข้าสู่|เปลี่ยนเป็น|สลับไปที่|คุณอยู่ใน|ตอนนี้คุณอยู่ใน|ได้เข้าสู่",
     ),
 }
+# The languages added later, each in the same shape (kept in their own module).
+LEXICONS.update(MORE_LEXICONS)

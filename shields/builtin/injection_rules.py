@@ -31,7 +31,7 @@ import base64
 import codecs
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shields.builtin import injection_any_order as any_order
 from shields.builtin.injection_lexicon import LEXICONS, Lexicon, alt, words
@@ -48,6 +48,11 @@ class Rule:
     # "forget everything you know about..."). RE2 has no look-ahead, so the rule's pattern takes
     # the idiom's words optionally and the veto looks at what it took.
     veto: str | None = None
+    # A match right after text that ends with this is not counted either: a negation or a
+    # subject before the verb ("don't forget the previous instructions", "n'oublie pas",
+    # "j'ai oublié", "nie zapomnij"). RE2 has no look-behind: the engine searches the
+    # ``LEFT_CONTEXT`` normalized characters before the match (anchor it with ``$``).
+    negated_by: str | None = None
 
     @property
     def category(self) -> str:
@@ -188,6 +193,11 @@ _ROMANCE_IGNORE = (
     r"anteriores|précédentes) ){1,4}(?:instrucciones|indicaciones|órdenes|reglas|instructions|"
     r"consignes|règles|ordres|instruções|instrucoes|regras)"
 )
+
+
+# German and Dutch say "not" after the object ("vergeet de vorige instructies niet"): the rules
+# take it optionally, and this veto drops the match that took it.
+_NOT_AFTER = r" (?:nicht|niet)$"
 
 
 def _forget_all_in_other_languages() -> str:
@@ -588,7 +598,13 @@ _OVERRIDE = (
         ),
     ),
     # German.
-    _r("override.de_ignore", 1.0, r"{DVERB} {DFILL}(?:{DQUAL} )?{DSTRONG}\b"),
+    # "Vergiss die vorherigen Anweisungen nicht": the order negated after its object.
+    _r(
+        "override.de_ignore",
+        1.0,
+        r"{DVERB} {DFILL}(?:{DQUAL} )?{DSTRONG}\b(?: nicht\b)?",
+        _NOT_AFTER,
+    ),
     _r(
         "override.de_ignore_all",
         1.0,
@@ -597,7 +613,12 @@ _OVERRIDE = (
             r"?{DWEAK}\b"
         ),
     ),
-    _r("override.de_ignore_weak", 0.6, r"{DVERB} {DFILL}{DQUAL} {DWEAK}\b"),
+    _r(
+        "override.de_ignore_weak",
+        0.6,
+        r"{DVERB} {DFILL}{DQUAL} {DWEAK}\b(?: nicht\b)?",
+        _NOT_AFTER,
+    ),
     _r(
         "override.de_everything",
         1.0,
@@ -690,7 +711,12 @@ _OVERRIDE = (
         ),
     ),
     # A few more languages, for the same "forget all instructions" move.
-    Rule("override.other_languages", 1.0, _x(_forget_all_in_other_languages())),
+    Rule(
+        "override.other_languages",
+        1.0,
+        _x(f"(?:{_forget_all_in_other_languages()})(?: niet\\b)?"),
+        _NOT_AFTER,
+    ),
 )
 
 _JAILBREAK = (
@@ -1907,7 +1933,7 @@ def _field(name: str, *, tolerant: bool = False, langs: Iterable[str] = ()) -> s
 
 
 def _per_language(
-    build: Callable[[Lexicon], str], build_any: Callable[[Lexicon], str | None]
+    build: Callable[[Lexicon], str | None], build_any: Callable[[Lexicon], str | None]
 ) -> str:
     """One intent over every language: ``build`` reads the first lexicons (verb first, spaces),
     ``build_any`` those written for every word order and spacing (``any_order``)."""
@@ -1927,6 +1953,7 @@ def _any_field(name: str) -> str:
 _OVERRIDE_VETO = "|".join(
     [
         _TYPO_VETO,
+        _NOT_AFTER,
         *(v for lex in LEXICONS.values() if lex.any_order for v in any_order.negation_veto(lex)),
     ]
 )
@@ -1943,7 +1970,15 @@ def _override_prior(lex: Lexicon) -> str:
     prior += r"(?: (?:and|or|&|/) (?:following|subsequent|future|later|other))?"
     noun = alt(words(lex.instructions), tolerant=tolerant)
     said = alt(words(lex.said_before))
-    return rf"\b{verb},? (?:{fill},? ){{0,2}}(?:{prior} (?:{fill} )?{noun}|{noun} {prior}|{said})\b"
+    return (
+        rf"\b{verb},? (?:{fill},? ){{0,2}}(?:{prior} (?:{fill} )?{noun}|{noun} {prior}|{said})\b"
+        + _not_after(lex)
+    )
+
+
+def _not_after(lex: Lexicon) -> str:
+    """ "Not" after the object, where a verb-first language says it there (the veto drops it)."""
+    return rf"(?: {alt(words(lex.negated_after))}\b)?" if lex.negated_after else ""
 
 
 # Nouns for a task or a text, not for the model's instructions: "ignore all tasks" alone is
@@ -1964,13 +1999,18 @@ def _override_every(lex: Lexicon) -> str:
     fill = alt(words(lex.fillers))
     nouns = [w for w in words(lex.instructions) if w not in _WEAK_NOUNS]
     noun = alt(nouns, tolerant=lex.typos)
-    return rf"\b{verb},? (?:{fill} )?{every} (?:{fill} ){{0,2}}{noun}\b"
+    return rf"\b{verb},? (?:{fill} )?{every} (?:{fill} ){{0,2}}{noun}\b" + _not_after(lex)
+
+
+_AND_SAY_VERB = 14
 
 
 def _override_and_say(lex: Lexicon, *, instead: bool) -> str:
     """ "Ignore the function and say ...", "ignorez la fonction et indiquez ...": a short object,
     then the order that replaces it ("instead" makes it certain)."""
-    verb = alt(words(lex.override), tolerant=lex.typos)
+    # The short verbs only: an idiom of several words ("ne tenez pas compte") with an object
+    # and an order would outgrow the widest rule; it still counts with the earlier text.
+    verb = alt((w for w in words(lex.override) if len(w) <= _AND_SAY_VERB), tolerant=lex.typos)
     fill = alt(words(lex.fillers))
     say = alt(words(lex.say))
     glue = alt(words(lex.instead)) if instead else "(?:just|only|simply|then|now)"
@@ -2008,6 +2048,16 @@ def _intent_rules() -> tuple[Rule, ...]:
             1.0,
             _per_language(
                 _override_every, lambda lex: any_order.every_instruction(lex, _WEAK_NOUNS)
+            ),
+            _OVERRIDE_VETO,
+        ),
+        # The first languages have their own rules for this ("ignore the rules", and the
+        # stronger "olvida las instrucciones").
+        Rule(
+            "override.intent_bare",
+            0.6,
+            _per_language(
+                lambda lex: None, lambda lex: any_order.bare_instruction(lex, _WEAK_NOUNS)
             ),
             _OVERRIDE_VETO,
         ),
@@ -2092,12 +2142,56 @@ def _intent_rules() -> tuple[Rule, ...]:
 
 _INTENT = _intent_rules()
 
-RULES: tuple[Rule, ...] = (
-    *_OVERRIDE,
-    *_JAILBREAK,
-    *_PROMPT_LEAK,
-    *_MARKUP,
-    *_ENCODED,
-    *_INDIRECT,
-    *_INTENT,
+# Words right before an override verb, in the languages whose verb comes first, that make the
+# order something else: a negation ("don't forget the previous instructions", "n'oublie pas",
+# "no olvide", "non dimenticare", "não esqueça", "nie zapomnij") or a subject telling what
+# someone did (French participles fold to the imperative's letters: "j'ai oublié", "il a
+# ignoré"). Not "i" (Polish "and"), "a", "ai", "es", "we" or "you": they come right before an
+# order too ("write a ignore ...", "AI ignore ...", "tu tarea es ignorar ...").
+_NEGATED_BEFORE = (
+    r"(?:^|[^a-z0-9'’])(?:don['’]?t|do not|never|didn['’]?t|did not|not to|must not"
+    r"|mustn['’]t|should not|shouldn['’]t|won['’]t|will not|can['’]t|cannot|can not|he|she"
+    r"|they|who|nicht|niemals|ich|er|no|nunca|jamás|yo|ne|jamais|je|il|elle|on|qui|tu as"
+    r"|il a|elle a|on a|qui a|avons|avez|ont|non|mai|lui|lei|não|nao|eu|ele|ela|niet|nooit"
+    r"|ik|hij|zij|ze|wij|nie|nigdy)[ ,]?$"
+    r"|(?:^|[^a-z0-9])(?:n|j)['’]$|(?:^|[^a-z0-9])j['’] ?ai[ ,]?$"
+)
+# The override rules whose match starts with the verb (or, verb last, with its object).
+_NEGATABLE = frozenset(
+    {
+        "override.ignore_previous",
+        "override.ignore_all_previous",
+        "override.ignore_previous_weak",
+        "override.ignore_instructions",
+        "override.ignore_the_rules",
+        "override.ignore_everything_bare",
+        "override.de_ignore",
+        "override.de_ignore_weak",
+        "override.other_languages",
+        "override.intent_prior",
+        "override.intent_every",
+        "override.intent_bare",
+        "override.intent_and_say",
+        "override.intent_instead_say",
+    }
+)
+
+
+def _negatable(rules: Iterable[Rule]) -> tuple[Rule, ...]:
+    return tuple(
+        replace(rule, negated_by=_NEGATED_BEFORE) if rule.id in _NEGATABLE else rule
+        for rule in rules
+    )
+
+
+RULES: tuple[Rule, ...] = _negatable(
+    (
+        *_OVERRIDE,
+        *_JAILBREAK,
+        *_PROMPT_LEAK,
+        *_MARKUP,
+        *_ENCODED,
+        *_INDIRECT,
+        *_INTENT,
+    )
 )

@@ -631,6 +631,9 @@ def scan_in_chunks(shield: InjectionShield, text: str, sizes: list[int]) -> list
 
 FRAGMENTS = [
     "ignore all previous instructions",
+    # A negation read from the text before a match ("don't ignore ..."), across chunks.
+    "don't ",
+    "n'",
     "ignore",
     " all ",
     "previous",
