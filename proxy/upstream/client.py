@@ -98,6 +98,15 @@ _NOT_RELAYED_RESPONSE_HEADERS = frozenset(
 )
 
 
+# A header name is a token (RFC 9110 5.1). A value the shields read must be the value the
+# client gets: an undecodable byte (kept as a lone surrogate), a control character or DEL is
+# dropped or mangled by the writer after the check (aiohttp's C writer deletes a surrogate, so
+# ``AKIA\xffIOSF...`` would be checked as two pieces and arrive whole; its Python writer raises),
+# and a terminal hides C0/C1 controls. Such a line is not relayed at all.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_UNWRITABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
 def response_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
     """The upstream's response headers that may be relayed to the client.
 
@@ -115,8 +124,14 @@ def response_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
     headers: CIMultiDict[str] = CIMultiDict()
     for name, value in items:
         lower = name.lower()
-        if lower not in _NOT_RELAYED_RESPONSE_HEADERS and lower not in named:
-            headers.add(name, value)
+        if lower in _NOT_RELAYED_RESPONSE_HEADERS or lower in named:
+            continue
+        if not _TOKEN.fullmatch(name) or _UNWRITABLE.search(value):
+            log.warning(
+                "an upstream response header with characters no header may carry was dropped"
+            )
+            continue
+        headers.add(name, value)
     return headers
 
 

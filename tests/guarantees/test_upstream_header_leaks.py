@@ -20,6 +20,7 @@ from multidict import CIMultiDict
 
 from proxy.serving.server import RunningServer
 from tests.conftest import ProxyFactory
+from tests.guarantees.test_faults import RawUpstream
 from tests.support.constants import REPO_ROOT
 from tests.support.fake_upstream import (
     FakeUpstream,
@@ -239,3 +240,55 @@ async def test_a_clean_model_list_and_a_models_error_go_as_they_came(
 
     status, _, raw = await call(http, proxy, "models", None)
     assert status == 404 and AWS_KEY.encode() not in raw  # an error body is checked too
+
+
+# ---- header bytes no header may carry ----------------------------------------------------------
+
+
+def raw_chat_reply(*header_lines: bytes) -> bytes:
+    body = json_bytes(chat_completion("Sunny."))
+    head = [b"HTTP/1.1 200 OK", b"Content-Type: application/json"]
+    head += [f"Content-Length: {len(body)}".encode(), *header_lines, b"Connection: close"]
+    return b"\r\n".join(head) + b"\r\n\r\n" + body
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"X-Debug: AKIA\xffIOSFODNN7EXAMPLQ",  # an undecodable byte the writer would delete
+        b"X-Debug: AKIAIOSFOD\x1b[0mNN7EXAMPLQ",  # an escape a terminal hides
+        b"X-Debug: AKIAIOSFOD\x7fNN7EXAMPLQ",
+        "X-Debug: AKIAIOSFOD\u0085NN7EXAMPLQ".encode(),  # a C1 control, as valid UTF-8
+        b"X-Caf\xe9: 1",  # not a token
+    ],
+    ids=["invalid-utf8", "escape", "del", "c1", "name"],
+)
+async def test_a_header_line_with_bytes_no_header_carries_is_not_relayed(
+    make_proxy: ProxyFactory, http: aiohttp.ClientSession, line: bytes
+) -> None:
+    trace = b"X-Upstream-Trace: req_1"
+    async with RawUpstream(raw_chat_reply(line, trace)) as raw_upstream:
+        proxy = await make_proxy(upstream=raw_upstream.base_url)
+        status, headers, raw = await call(
+            http, proxy, "chat/completions", {"model": "m", "messages": USER}
+        )
+
+    # Relayed without the line, or (where llhttp refuses the head) a 502: never the key.
+    assert status in (200, 502), raw
+    assert "X-Debug" not in headers and b"AKIA" not in raw
+    assert all("AKIA" not in key + value for key, value in headers.items())
+    if status == 200:
+        assert headers["X-Upstream-Trace"] == "req_1"
+
+
+async def test_a_header_in_utf8_text_is_relayed_as_text(
+    make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    async with RawUpstream(raw_chat_reply("X-Region: Zürich".encode())) as raw_upstream:
+        proxy = await make_proxy(upstream=raw_upstream.base_url)
+        status, headers, _ = await call(
+            http, proxy, "chat/completions", {"model": "m", "messages": USER}
+        )
+
+    assert status == 200
+    assert headers["X-Region"] == "Zürich"
