@@ -13,9 +13,11 @@ for a message, and a vector of something else would be a silent lie.
 Token-id inputs cannot be read by any shield: refused (400) unless the policy's
 ``request.token_inputs`` is ``allow``, and then forwarded unchecked.
 
-There is no output stage: the reply holds vectors, no text, and goes back as it came
-(``TextlessReplies``). An upstream error status is relayed, its message checked, as for every
-dialect; a stream in answer is a 502 (no embeddings reply is a stream).
+There is no output stage on an answer text: the reply holds vectors, and goes back as it came
+(``TextlessReplies``) once its strings (``model``, whatever else a server adds; never the
+vectors) passed the output shields — else a 502, as for a reply that cannot be read. An
+upstream error status is relayed, its message checked, as for every dialect; a stream in
+answer is a 502 (no embeddings reply is a stream).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from proxy.endpoints.forwarded import forwarded_call, refuse_token_inputs
 from proxy.errors import UpstreamError, json_response
 from proxy.exchange.lifecycle import CheckedReply, Exchange, UpstreamCall
 from proxy.exchange.refusal import content_filter_error
+from proxy.exchange.reply_check import check_textless_reply
 from proxy.serving.off_loop import off_loop_if_large
 from proxy.state import BLOCKED_HEADER, read_body
 from proxy.upstream.http1 import UpstreamReply
@@ -76,6 +79,11 @@ class EmbeddingsDialect:
     async def answer_unchecked(
         self, exchange: Exchange, body: bytes, reply: UpstreamReply
     ) -> web.StreamResponse:
+        # No answer text, but strings all the same (``model``, whatever a server adds): read
+        # by the output shields, the vectors left alone; relayed as they came or not at all.
+        await check_textless_reply(
+            exchange.request, exchange.policy, body, "embeddings", vectors=True
+        )
         return web.Response(body=body, status=reply.status, headers=exchange.relayed_headers(reply))
 
     async def answer_reply(

@@ -10,9 +10,8 @@ from aiohttp import web
 from proxy.errors import UpstreamError
 from proxy.exchange.header_check import guarded_response_headers
 from proxy.exchange.lifecycle import relay_error_reply
-from proxy.exchange.reply_check import model_list_findings
-from proxy.state import UPSTREAM, policy_for, record_findings
-from shields.base import Stage
+from proxy.exchange.reply_check import check_textless_reply
+from proxy.state import UPSTREAM, policy_for
 
 __all__ = ["list_models"]
 
@@ -42,8 +41,5 @@ async def list_models(request: web.Request) -> web.StreamResponse:
         headers = guarded_response_headers(request, reply.headers, "models", policy)
         if reply.status >= 300:  # an error body: checked as every upstream error is
             return relay_error_reply(policy, reply.status, headers, body)
-        findings = model_list_findings(policy, body)
-        record_findings(request, Stage.OUTPUT, findings, "models")
-        if policy.enforcement.enforced(findings):
-            raise UpstreamError("The upstream's model list was withheld by the output policy")
+        await check_textless_reply(request, policy, body, "models")
         return web.Response(body=body, status=reply.status, headers=headers)

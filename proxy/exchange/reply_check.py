@@ -8,14 +8,22 @@ keys and the keys themselves. All of them go through the output shields.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.errors import error_body
+import orjson
+from aiohttp import web
+
+from proxy.errors import UpstreamError, error_body
+from proxy.serving.off_loop import off_loop_if_large
+from proxy.state import record_findings
 from shields import json_codec
 from shields.base import Action, Finding, Stage
 from shields.openai.channels import JSON_TEXT_CHANNELS, is_json_text, is_name
+from shields.openai.errors import MalformedReply
 from shields.openai.reply_check import check_reply, name_shields, withhold_side_channels
 from shields.policy import CompiledPolicy
 from shields.scan import check_text, redact
@@ -24,11 +32,12 @@ __all__ = [
     "JSON_TEXT_CHANNELS",
     "check_error_body",
     "check_reply",
+    "check_textless_reply",
     "is_json_text",
     "is_name",
-    "model_list_findings",
     "name_shields",
     "reported_error",
+    "textless_reply_findings",
     "withhold_side_channels",
 ]
 
@@ -114,26 +123,87 @@ def check_error_body(policy: CompiledPolicy, body: bytes, status: int) -> bytes 
     return json_codec.dumps(parsed)
 
 
-def model_list_findings(policy: CompiledPolicy, body: bytes) -> list[Finding]:
-    """The enforced output findings in an upstream's model list (``GET /v1/models``).
+def textless_reply_findings(
+    policy: CompiledPolicy, body: bytes, *, vectors: bool = False
+) -> list[Finding]:
+    """The output findings in a reply that carries no answer text: a model list
+    (``GET /v1/models``) or embeddings (``vectors``).
 
-    A list of ids is upstream text a client shows (a model picker, an SDK's exception): its
-    strings (ids, owners, keys, whatever else a server adds) are read as one text, as an error
-    body's are; a body that is not a JSON object is read as the text it is.
+    Such a reply is still upstream text a client reads — model ids and owners in a picker, an
+    embeddings reply's ``model``, whatever else a server adds. Every string literal of the body
+    as sent (keys and values, a repeated key's every copy, whichever one the client's parser
+    keeps) is read, decoded from its JSON escapes, as one text, as an error body's strings are.
+    Only vectors are not text: with ``vectors``, the string value of an ``embedding`` key (the
+    base64 of a vector's floats, which SDKs decode to numbers). A body that is not one JSON
+    object cannot be read as the client's SDK will read it (a byte-order mark, UTF-16, a bare
+    list, plain text): MalformedReply (fail closed).
     """
-    shields = policy.shields(Stage.OUTPUT)
-    rule = policy.enforcement
-    if not shields or not rule.enforcing:
-        return []
     try:
-        parsed = json_codec.loads(body, unique_keys=True)
-    except json_codec.InvalidJSON:
-        parsed = None
-    if isinstance(parsed, dict):
-        text = "\n".join([string.text for string in _strings(parsed)])
-    else:
-        text = body.decode("utf-8", "replace")
-    return check_text(shields, text, fail_closed=rule.fail_closed)
+        parsed = json_codec.loads(body)
+    except json_codec.InvalidJSON as exc:
+        raise MalformedReply(f"the reply is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise MalformedReply("the reply is not a JSON object")
+    shields = policy.shields(Stage.OUTPUT)
+    if not shields:
+        return []
+    texts: list[str] = []
+    after_vector_key = -1  # where the last ``"embedding"`` literal ended, if it was the last
+    for match in _STRING_LITERAL.finditer(body):
+        literal = match.group()
+        between = match.start() - after_vector_key
+        if (
+            after_vector_key >= 0
+            and between <= _NEAR
+            and _is_colon(body, after_vector_key, between)
+        ):
+            after_vector_key = -1
+            continue  # a vector's base64
+        after_vector_key = match.end() if vectors and literal == b'"embedding"' else -1
+        texts.append(_literal_text(literal))
+    return check_text(shields, "\n".join(texts), fail_closed=policy.enforcement.fail_closed)
+
+
+async def check_textless_reply(
+    request: web.Request,
+    policy: CompiledPolicy,
+    body: bytes,
+    endpoint: str,
+    *,
+    vectors: bool = False,
+) -> None:
+    """``textless_reply_findings`` for a reply about to be relayed as it came: its findings
+    recorded, and UpstreamError (a 502) when the reply cannot be read or an enforced finding
+    is in it — such a reply has no text to redact and is not half relayed. A large body is
+    read off the event loop."""
+    try:
+        findings = await off_loop_if_large(
+            len(body), textless_reply_findings, policy, body, vectors=vectors
+        )
+    except MalformedReply as exc:
+        raise UpstreamError(f"The upstream sent a reply that cannot be checked: {exc}") from None
+    record_findings(request, Stage.OUTPUT, findings, endpoint)
+    if policy.enforcement.enforced(findings):
+        raise UpstreamError("The upstream's reply was withheld by the output policy")
+
+
+# A JSON string literal in a valid JSON text: read from the start, quotes outside strings only
+# ever open one. A pass in C over the body (~1 ms for 3 MB of embeddings).
+_STRING_LITERAL = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NEAR = 16  # bytes between a key and its value's literal: ``:`` and whitespace
+
+
+def _is_colon(body: bytes, start: int, length: int) -> bool:
+    return body[start : start + length].strip() == b":"
+
+
+def _literal_text(literal: bytes) -> str:
+    try:
+        text = orjson.loads(literal)
+    except orjson.JSONDecodeError:  # a lone surrogate escape, which only Python's parser keeps
+        text = json.loads(literal)
+    assert isinstance(text, str)
+    return text
 
 
 @dataclass(slots=True)

@@ -11,7 +11,10 @@ replies, streams) goes through the same check.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
+import random
+import struct
 from typing import Any
 
 import aiohttp
@@ -292,3 +295,85 @@ async def test_a_header_in_utf8_text_is_relayed_as_text(
 
     assert status == 200
     assert headers["X-Region"] == "Zürich"
+
+
+async def test_a_model_list_that_cannot_be_read_as_its_client_reads_it_is_a_502(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    escaped = "".join(f"\\u{ord(c):04x}" for c in AWS_KEY).encode()
+    bodies = [
+        b'{"object":"list","object":"list","data":[{"id":"' + escaped + b'"}]}',  # repeated key
+        b'{"data":[{"id":"' + escaped + b'"}],"data":[]}',  # the copy a first-wins parser keeps
+        b"\xef\xbb\xbf" + b'{"data":[{"id":"' + escaped + b'"}]}',  # a byte-order mark
+        '{"data":[{"id":"AKIA"}]}'.encode("utf-16"),
+        b'[{"id":"' + escaped + b'"}]',  # a bare list
+        f"models: {AWS_KEY}".encode(),  # plain text
+    ]
+    proxy = await make_proxy()
+    for body in bodies:
+        upstream.enqueue(Reply(body=body, headers={"Content-Type": "application/json"}))
+        status, _, raw = await call(http, proxy, "models", None)
+        assert status == 502, (body, raw)
+        assert b"AKIA" not in raw and escaped not in raw
+
+
+# ---- an embeddings reply's strings ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {**EMBEDDING, "model": AWS_KEY},
+        {**EMBEDDING, "note": f"key {AWS_KEY}"},
+        {**EMBEDDING, "data": [{**EMBEDDING["data"][0], "text": {"nested": AWS_KEY}}]},
+        {**EMBEDDING, AWS_KEY: 1},
+        # The value of a top-level ``embedding`` key is not a vector of ``data``'s: read too.
+        {**EMBEDDING, "model": "m", "embeddings": [AWS_KEY]},
+    ],
+    ids=["model", "extra-key", "nested", "key-name", "near-vector"],
+)
+async def test_an_embeddings_reply_with_a_secret_outside_its_vectors_is_a_502(
+    upstream: FakeUpstream,
+    make_proxy: ProxyFactory,
+    http: aiohttp.ClientSession,
+    reply: dict[str, Any],
+) -> None:
+    upstream.enqueue(Reply(body=json_bytes(reply)))
+
+    status, _, raw = await call(
+        http, await make_proxy(), "embeddings", {"model": "m", "input": "hi"}
+    )
+
+    assert status == 502 and AWS_KEY.encode() not in raw
+
+
+async def test_an_embeddings_reply_that_is_not_json_is_a_502(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    upstream.enqueue(
+        Reply(body=f"vectors for {AWS_KEY}".encode(), headers={"Content-Type": "text/plain"})
+    )
+
+    status, _, raw = await call(
+        http, await make_proxy(), "embeddings", {"model": "m", "input": "hi"}
+    )
+
+    assert status == 502 and AWS_KEY.encode() not in raw
+
+
+async def test_vectors_are_not_read_as_text_and_go_as_they_came(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    # base64 vectors are random-looking text no shield should ever read; floats have no text.
+    rng = random.Random(7)
+    floats = [rng.uniform(-0.1, 0.1) for _ in range(256)]
+    encoded = base64.b64encode(struct.pack("256f", *floats)).decode()
+    proxy = await make_proxy((REPO_ROOT / "policies" / "strict.yaml").read_text())
+    for vector in (encoded, floats, AWS_KEY):  # the key where a vector goes: decoded as floats
+        reply = {**EMBEDDING, "data": [{"object": "embedding", "index": 0, "embedding": vector}]}
+        sent = json_bytes(reply)
+        upstream.enqueue(Reply(body=sent))
+        status, _, raw = await call(
+            http, proxy, "embeddings", {"model": "m", "input": "hi", "encoding_format": "base64"}
+        )
+        assert status == 200 and raw == sent

@@ -422,16 +422,21 @@ async def test_an_upstream_error_keeps_its_status_and_its_message_is_checked(
 async def test_the_reply_is_not_read_as_a_chat_completion(
     upstream: FakeUpstream, make_proxy: ProxyFactory, make_client: MakeClient
 ) -> None:
-    # No output stage: the output shields would redact this reply's text if it were a chat
-    # reply; a vector reply is relayed as it came, whatever it holds.
+    # Not a chat reply to redact in place: a vector reply goes as it came, or, when a string
+    # of it (here its ``model``) holds what the output shields flag, not at all (a 502).
     reply = embeddings_reply(1)
-    reply["model"] = f"model {AWS_KEY}"
     upstream.enqueue(Reply(body=json_bytes(reply)))
+    reply_with_key = {**reply, "model": f"model {AWS_KEY}"}
+    upstream.enqueue(Reply(body=json_bytes(reply_with_key)))
     client = make_client(await make_proxy())
 
     result = await client.embeddings.create(model="m", input="hello", encoding_format="float")
+    assert result.model == reply["model"]
+    assert result.data[0].embedding == reply["data"][0]["embedding"]
 
-    assert result.model == f"model {AWS_KEY}"
+    with pytest.raises(openai.InternalServerError) as caught:
+        await client.embeddings.create(model="m", input="hello", encoding_format="float")
+    assert caught.value.status_code == 502 and AWS_KEY not in caught.value.message
 
 
 # ---- endpoint scoping ----------------------------------------------------------------------
