@@ -1675,7 +1675,7 @@ def _encoded(words: Iterable[str]) -> tuple[str, str, str]:
             hexes.append(r"(?:\\x|%|0x| 0x| |, ?)?".join(f"{b:02x}" for b in variant.encode()))
         rot.append(codecs.encode(word, "rot13"))  # letters and spaces only
     return (
-        "|".join(sorted(set(b64), key=len, reverse=True)),
+        "|".join(sorted(set(b64), key=lambda word: (-len(word), word))),
         "|".join(dict.fromkeys(hexes)),
         r"\b(?:" + "|".join(rot) + r")\b",
     )

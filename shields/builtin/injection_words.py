@@ -7,6 +7,7 @@ in ``injection_lexicon.py`` and ``injection_lexicon_more.py``, the rules that re
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,12 +35,20 @@ def typos(word: str) -> str:
         forms.add(word[:i] + word[i] + word[i:])  # doubled
         if i + 1 < len(word) and word[i] != word[i + 1]:
             forms.add(word[:i] + word[i + 1] + word[i] + word[i + 2 :])  # swapped
-    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
+    return "(?:" + "|".join(sorted(forms, key=_longest_first)) + ")"
+
+
+def _longest_first(word: str) -> tuple[int, str]:
+    # Longest first, so that RE2's leftmost-first alternation takes the longest word, as the
+    # normalized view spells it: decomposed, "করো" (U+09CB) is "করে" and a sign, so it goes
+    # before "করে", which would otherwise match its start and leave "না" after it unread. Then
+    # in a fixed order: a set's own order changes with the process's hash seed.
+    return -len(unicodedata.normalize("NFKD", word)), word
 
 
 def alt(words: Iterable[str], *, tolerant: bool = False) -> str:
     """A non-capturing alternation of ``words`` (phrases allowed), longest first."""
-    unique = sorted(set(words), key=len, reverse=True)
+    unique = sorted(set(words), key=_longest_first)
     parts = [typos(w) if tolerant and " " not in w else w for w in unique]
     return "(?:" + "|".join(parts) + ")"
 

@@ -179,7 +179,7 @@ def _context_pattern(words: list[str]) -> re.Pattern[str] | None:
     """Any of ``words``, as whole words, literally; None for no words."""
     if not words:
         return None
-    alternatives = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    alternatives = "|".join(re.escape(w) for w in sorted(set(words), key=lambda w: (-len(w), w)))
     return re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)")
 
 
