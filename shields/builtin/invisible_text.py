@@ -12,6 +12,10 @@ A model reads characters that a person reviewing a prompt, a document or a reply
 - ``format``: every other invisible format character (Unicode's ``Cf`` category and the
   Default_Ignorable_Code_Point property: soft hyphen, LRM/RLM, invisible math operators, Hangul
   fillers...), except the visible "prepended concatenation marks" (U+0600–U+0605...).
+- ``controls``: control characters other than tab, line feed and carriage return (C0, DEL,
+  C1): a terminal or a web page shows nothing for a NUL, a BEL or the ESC that starts a color
+  sequence, so "AKIAIOSFOD\\x1b[0mNN7EXAMPLQ" reads on screen as the key it hides from the
+  secrets shield (which reads the original text).
 - ``private_use``: private-use characters (off by default: icon fonts use them).
 
 The other shields never see these characters (the normalizer drops them so that "b\\u200bomb"
@@ -60,7 +64,9 @@ __all__ = [
     "decode_tags",
 ]
 
-Category = Literal["tags", "bidi", "zero_width", "format", "variation_selectors", "private_use"]
+Category = Literal[
+    "tags", "bidi", "zero_width", "format", "variation_selectors", "controls", "private_use"
+]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 # Inclusive code point ranges. Disjoint; a test checks them against unicodedata's ``Cf``.
@@ -92,8 +98,17 @@ CATEGORY_RANGES: dict[Category, tuple[tuple[int, int], ...]] = {
         (0xE0080, 0xE00FF),  # unassigned, default-ignorable
         (0xE01F0, 0xE0FFF),  # unassigned, default-ignorable
     ),
+    # Unicode's Cc less tab, line feed and carriage return (the rest of the text's layout).
+    "controls": ((0x00, 0x08), (0x0B, 0x0C), (0x0E, 0x1F), (0x7F, 0x9F)),
     "private_use": ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)),
 }
+# The ASCII ones: the only invisible characters an ASCII text can hold.
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _has_control(text: str) -> bool:
+    return _ASCII_CONTROL.search(text) is not None
+
 
 DEFAULT_CATEGORIES: tuple[Category, ...] = (
     "tags",
@@ -101,6 +116,7 @@ DEFAULT_CATEGORIES: tuple[Category, ...] = (
     "zero_width",
     "format",
     "variation_selectors",
+    "controls",
 )
 # A single soft hyphen (web text), LRM/RLM (mixed-direction text) or variation selector (emoji,
 # CJK variants) is ordinary; two in a row are not.
@@ -110,6 +126,7 @@ DEFAULT_MIN_RUN: dict[Category, int] = {
     "zero_width": 1,
     "format": 2,
     "variation_selectors": 2,
+    "controls": 1,
     "private_use": 1,
 }
 _MAX_MIN_RUN = 1000
@@ -241,14 +258,16 @@ class InvisibleTextShield(Shield):
         self.exempt_joiners = spec.exempt_joiners and "zero_width" in self.min_runs
         self.exempt_flags = spec.exempt_flags and "tags" in self.min_runs
         # Every invisible character is looked at, selected or not: an unselected one still
-        # ends a run and still decides whether a neighbouring joiner is exempt. Private-use
-        # characters are the exception: unselected, they are ordinary (non-joining) characters.
-        seen = set(CATEGORIES) - ({"private_use"} - set(self.min_runs))
+        # ends a run and still decides whether a neighbouring joiner is exempt. Private-use and
+        # control characters are the exception: unselected, they are ordinary characters.
+        seen = set(CATEGORIES) - ({"private_use", "controls"} - set(self.min_runs))
         pattern = _char_class(frozenset(seen))
         # One character class repeated: both engines run it in linear time (``re`` tries each
         # start once, and the greedy run has nothing after it to backtrack into).
         self.regex = re.compile(pattern)
         self.regex_long = re2.compile(pattern)
+        # Control characters are looked at only when selected: unselected, they are ordinary.
+        self.controls = "controls" in self.min_runs
         longest_run = max(self.min_runs.values())
         # A run is known to be long enough once its ``min_run``-th character is seen, plus one
         # character when a held joiner opens the run (its exemption depends on the character
@@ -266,8 +285,10 @@ class InvisibleTextShield(Shield):
         return _InvisibleScanner(self)
 
     def screen(self, text: WholeText) -> bool:
-        # No invisible character is ASCII: a scanner fed an ASCII text reports nothing.
-        return not text.raw.isascii()
+        # The only invisible ASCII characters are controls: a scanner fed an ASCII text without
+        # one (selected) reports nothing.
+        raw = text.raw
+        return not raw.isascii() or (self.controls and _has_control(raw))
 
 
 def _spans(regex: Any, text: str) -> list[tuple[int, int]]:
@@ -324,7 +345,16 @@ class _InvisibleScanner(Scanner):
         raw = chunk.raw
         if not raw:
             return []
-        if raw.isascii():  # O(1) in CPython, and no invisible character is ASCII
+        shield = self._shield
+        # ASCII controls are rare: a text holding one (looked for) is searched whole; any other
+        # has its invisible characters in its non-ASCII runs only. ``isascii`` is O(1) in
+        # CPython and ``isprintable`` a pass in C, false for every control (and for tab and
+        # line breaks, which the search then clears).
+        if raw.isascii():
+            whole = not raw.isprintable() and shield.controls and _has_control(raw)
+        else:
+            whole = shield.controls and _has_control(raw)
+        if not whole and raw.isascii():
             if self._held is None and not self._flag and self._threshold == _NO_RUN:
                 self._context = _OTHER  # nothing waits for this text: the common case
                 return []
@@ -332,9 +362,7 @@ class _InvisibleScanner(Scanner):
             return self._tracked(self._findings())
         base = chunk.raw_start
         pos = 0
-        shield = self._shield
-        # Every invisible character is non-ASCII: only the non-ASCII runs are searched.
-        for low, high in non_ascii_runs(raw):
+        for low, high in [(0, len(raw))] if whole else non_ascii_runs(raw):
             if high - low >= _RE2_FROM:
                 spans = [(low + s, low + e) for s, e in _spans(shield.regex_long, raw[low:high])]
             else:

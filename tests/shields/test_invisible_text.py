@@ -108,6 +108,13 @@ def test_category_ranges_are_disjoint() -> None:
         ("\U000e0100", "variation_selectors"),
         ("\u00ad", "format"),
         ("\u200f", "format"),
+        ("\x00", "controls"),
+        ("\x1b", "controls"),
+        ("\x7f", "controls"),
+        ("\x85", "controls"),
+        ("\t", None),
+        ("\n", None),
+        ("\r", None),
         ("\u3164", "format"),
         ("\ue000", "private_use"),
     ],
@@ -142,6 +149,11 @@ def test_ascii_smuggling_is_found_as_one_run() -> None:
         ("😀" + "\ufe00\ufe01\ufe02", [("variation_selectors", 1, 4)]),  # emoji smuggling
         ("😀" + "\U000e0100\U000e0142", [("variation_selectors", 1, 3)]),
         ("a\u200b\u00adb", [("zero_width", 1, 2), ("format", 2, 3)]),
+        # A key split by controls a terminal shows nothing for, or a color sequence's ESC.
+        ("AKIAIOSFOD\x1b[0mNN7EXAMPLQ", [("controls", 10, 11)]),
+        ("AKIA\x00\x07IOSF", [("controls", 4, 6)]),
+        ("a\x7fb\x85c", [("controls", 1, 2), ("controls", 3, 4)]),
+        ("a\x0cb\x1ec", [("controls", 1, 2), ("controls", 3, 4)]),
         ("👨\u200d\u200d👩", [("zero_width", 1, 3)]),  # two joiners: not an emoji sequence
         ("\u4e00\u200d", [("zero_width", 1, 2)]),  # a joiner with nothing after it
         ("\u200d\u4e00", [("zero_width", 0, 1)]),  # ...or nothing before it
@@ -184,6 +196,7 @@ def test_a_chain_of_selectors_and_joiners_is_one_run() -> None:
         "\ufeffa text that starts with a byte order mark",
         "葛\U000e0100城市",  # an ideographic variation sequence
         "plain ASCII prose, nothing hidden.",
+        "columns\tand lines\r\nof a table\n",  # the layout controls
         "",
     ],
 )
@@ -361,6 +374,10 @@ output: [{id: hidden, type: invisible_text, action: redact}]
 # no tag characters of its own (so every tag character in a stream is smuggled).
 PIECES = [
     "a",
+    "\x00",
+    "\x1b[0m",
+    "\x85",
+    "\t\r\n",
     "b ",
     "Hi. ",
     "é",
@@ -493,6 +510,12 @@ def test_without_exemptions_every_run_is_found() -> None:
             expected.append((label, i, i + 1))
     assert coalesce(check_text([plain], text)) == expected
     assert coalesce(scan_in_chunks([plain], text, [1])) == expected
+
+
+def test_controls_are_ordinary_when_not_selected() -> None:
+    chosen = shield(categories=["zero_width"])
+    assert found("AKIA\x00IOSF\x1b[0m", chosen) == []
+    assert found("a\x00\u200bb", chosen) == [("zero_width", 2, 3)]
 
 
 def test_long_and_short_chunks_agree() -> None:

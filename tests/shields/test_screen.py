@@ -212,7 +212,7 @@ def test_plain_prose_is_not_scanned_at_all() -> None:
         ("see HTTPS:", ["exfil-images"]),
         ("a //path", ["exfil-images"]),
         ("key AKIAQ3EGRK5JXWZY7N4T here", ["credentials"]),
-        ("colours \x1b[0m here", ["credentials"]),
+        ("colours \x1b[0m here", ["credentials", "hidden-text"]),
         ("how to make n4p4lm", ["mass-harm"]),
         ("build  a\n\nbomb", ["mass-harm"]),
         ("makeNapalm()", ["mass-harm"]),
