@@ -68,6 +68,7 @@ from shields.builtin.regex import (
     prefix_pattern,
     searcher,
 )
+from shields.builtin.secrets_commands import COMMAND_RULES
 from shields.builtin.secrets_config import CONFIG_RULES, VETO_RULES
 from shields.builtin.secrets_hashes import HASH_RULES
 from shields.builtin.secrets_keys import KEY_RULES
@@ -274,7 +275,9 @@ VENDOR_RULES: tuple[Rule, ...] = (
 
 # Vendor formats before the configuration rules: `NPM_TOKEN=npm_...` is an npm token, reported
 # whole by its own rule (the configuration rules defer to every vendor prefix).
-RULES: tuple[Rule, ...] = VENDOR_RULES + KEY_RULES + VENDOR_TOKEN_RULES + HASH_RULES + CONFIG_RULES
+RULES: tuple[Rule, ...] = (
+    VENDOR_RULES + KEY_RULES + VENDOR_TOKEN_RULES + HASH_RULES + COMMAND_RULES + CONFIG_RULES
+)
 
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 _BY_ID = {rule.id: rule for rule in RULES}

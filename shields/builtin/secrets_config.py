@@ -49,6 +49,8 @@ __all__ = [
     "SHORT_TOKEN_KEYS",
     "TOKEN_KEYS",
     "VETO_RULES",
+    "after_user_password",
+    "is_placeholder",
 ]
 
 
@@ -79,18 +81,25 @@ PASSWORD_KEYS = (
     # (`ConvertTo-SecureString -String -Force ...`, `sshpass -p ...`).
     r"|convertto-securestring(?:[ \t]{1,2}-(?:string|asplaintext|force)){0,2}"
     r"|identified[ \t]{1,3}by|\bsshpass[ \t]{1,3}-p"
+    # Java's keytool and jarsigner take the keystore's and the key's passwords as options.
+    r"|(?-i:-(?:src|dest)?(?:store|key)pass)\b"
 )
 # Keys whose value is generated: a token, a key, a secret. The value must look random.
 TOKEN_KEYS = (
     r"(?:secret|token|bearer|credentials?|api[ _-]?key"
+    # The other HTTP authorization schemes whose credential is a token: `Authorization: OAuth
+    # ...` (OAuth 1.0), `SSWS ...` (Okta), in their own case.
+    r"|(?-i:\bOAuth|\bSSWS)"
     r"|(?:access|private|priv|auth(?:entication)?|master|account|encryption|signing|session"
     r"|consumer|license)[ _-]?key"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
     # `totp_seed`, `otp_secret`, `hotpKey`: from the one-time password word on, so that the
     # judge sees it), SonarQube's token property (`sonar.login`), from the start of a word or
-    # name part.
-    r"|(?:\b|_)(?:salt|pepper|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key)|sonar[._-]?login))"
+    # name part; a nonce kept with them (`NONCE_KEY`, `nonce_secret`), which is one as long as
+    # it is fixed.
+    r"|(?:\b|_)(?:salt|pepper|nonce|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key)"
+    r"|sonar[._-]?login))"
     r"[A-Za-z0-9_-]{0,20}"
 )
 # "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
@@ -101,7 +110,7 @@ TOKEN_KEYS = (
 # that makes a shared access URL a credential: Azure SAS `&sig=`), and session cookies
 # (`sessionid`, `_gitlab_session`, `PHPSESSID`, `JSESSIONID`): a session id is the credential.
 SHORT_TOKEN_KEYS = (
-    r"(?:\b|_)(?:key|auth|api|authorization|t?otp|mfa|2fa|pat|creds|sig"
+    r"(?:\b|_)(?:key|auth|api|authorization|t?otp|mfa|2fa|pat|creds|sig|iv"
     r"|session(?:[_-]?id)?|(?:php)?sessid|jsessionid)(?:s|[0-9]{1,2})?\b"
     # The last word of a camelCase name (`appKey`, `hmacKey`, `sharedKey`, `basicAuth`,
     # `userSalt`).
@@ -170,6 +179,9 @@ PASSWORD_PROSE_SEPARATORS: tuple[str, ...] = (
     r"[ \t]{1,3}(?:is|was)[ \t]{1,3}(?:now[ \t]{1,3})?(?::[ \t]{0,3})?",
     r"[ \t]{1,3}(?:for|of)[ \t]{1,3}[^ \t\r\n=:]{1,16}[ \t]{0,3}[=:][ \t]{0,3}",
 )
+# OpenSSL's pass phrase arguments (`-pass pass:...`, `-passin pass:...`): the value is what
+# follows "pass:" (`env:`, `file:`, `fd:` name where it is kept, not the pass phrase).
+_OPENSSL_PASS = r"[ \t]{1,3}pass:"
 # A string literal's opening quote, with a language's prefix (Python b'' r'' u'' f'', C#
 # @"" $"", C++ L"" u8"") or as markup writes it (`&quot;`, `&#39;`).
 _OPEN_QUOTE = r"(?:(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]|&(?:quot|apos|#0?3[49]);)?"
@@ -434,8 +446,13 @@ _INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
 # A one-time password key (`otp_secret`, `totpSeed`, `MFA_KEY`, `2fa: ...`), as the token-key
 # rule's match starts: at the word, or at the "_" before it.
 _OTP_KEY = re.compile(r"_?(?i:h?otp|totp|mfa|2fa)")
-_BEARER = re.compile(r"(?i:bearer)(?:[ \t]|\\t)+$")
-_BEARER_MIN_LENGTH = 20
+# An HTTP authorization scheme whose credential is a token (RFC 6750's Bearer, OAuth 1.0's
+# `OAuth`, Okta's `SSWS`), as the key: `Authorization: Bearer <token>`.
+_BEARER = re.compile(r"(?:(?i:bearer)|OAuth|SSWS)(?:[ \t]|\\t)+$")
+_BEARER_MIN_LENGTH = 16
+# A generated token switches between letters and digits every few characters; a name with a
+# number (`accesstoken2024`) does once or twice.
+_BEARER_MIN_CHANGES = 4
 
 
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
@@ -479,9 +496,18 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
         return _otp_seed_any_case(value)
     if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
         # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
-        # the lower threshold of hexadecimal and base32 values.
+        # the lower threshold of hexadecimal and base32 values, and for a lower-case token
+        # that happens to read as a name (`k2x9vq...`: 1 in 3 of 16 characters do).
         lower = min(thresholds.min_entropy, thresholds.min_entropy_hex)
-        return generic_value(value, dataclasses.replace(thresholds, min_entropy=lower))
+        if generic_value(value, dataclasses.replace(thresholds, min_entropy=lower)):
+            return True
+        return (
+            any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value)
+            and _class_changes(value) >= _BEARER_MIN_CHANGES
+            and random_looking(value, lower)
+            and not _DOTTED.fullmatch(value)
+        )
     return generic_value(value, thresholds)
 
 
@@ -529,6 +555,15 @@ def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bo
     return not _not_a_literal(value)
 
 
+# The judges the rules of other modules (``secrets_commands``, ``secrets_stored``) share.
+after_user_password: Judge = _after_user_password
+
+
+def is_placeholder(value: str) -> bool:
+    """A stand-in for a value: template syntax, a demo word, a mask (``_placeholder``)."""
+    return _placeholder(value)
+
+
 def _encoded_password(context: str, value: str, thresholds: Thresholds) -> bool:
     """The password of a ``user:password`` literal being encoded; a name of words joined by
     colons (`'ns:component:name'`) is a key, not a credential."""
@@ -559,7 +594,9 @@ def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
     """The password of ``host:port:database:user:password``. The match starts at the port; a
     clock (``10:15:30:INFO:worker42``) reads as a port, then digits for a database."""
     database = context.split(":")[2]  # context: ":port:database:user:"
-    if database.isdigit():
+    # A query string with times in it (`se=2026-01-01T00:00:00Z&sp=r&sig=...`) is no line of
+    # fields: its signature is the `sig` key's value.
+    if database.isdigit() or "&" in context or "&" in value:
         return False
     return _after_user_password(context, value, thresholds)
 
@@ -671,7 +708,7 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "A password assigned to a password key (password, passwd, pwd, pass, passphrase) in any "
         "config or code syntax: INI, .env, YAML, JSON, XML, define(), assignments, export, "
         ".netrc, connection strings (Password=...;), command lines",
-        _key_rule_prefix(PASSWORD_KEYS, more=PASSWORD_PROSE_SEPARATORS),
+        _key_rule_prefix(PASSWORD_KEYS, more=(*PASSWORD_PROSE_SEPARATORS, _OPENSSL_PASS)),
         _KEY_VALUE,
         judge=_quoted_whole(_password_value),
         tail=_KEY_VALUE_TAIL,

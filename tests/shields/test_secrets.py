@@ -312,6 +312,29 @@ FAKES: dict[str, Fake] = {
     "cli_password_option": _assigned(
         "mysqldump -u backup -p{} --all-databases", lambda r: rand(r, 12, mixed=True)
     ),
+    # Passwords given to commands (shields/builtin/secrets_commands.py).
+    "domain_user_password": _assigned(
+        "secretsdump.py CORP/backup_svc:{}@10.20.0.5", lambda r: rand(r, 14, mixed=True)
+    ),
+    "net_use_password": _assigned(
+        "net use Z: \\\\files01\\finance /user:CORP\\ann {}", lambda r: rand(r, 12, mixed=True)
+    ),
+    "redis_cli_password": _assigned(
+        "redis-cli -h cache.internal -a {} ping", lambda r: rand(r, 16, mixed=True)
+    ),
+    "archive_password": _assigned(
+        "zip -r -P {} backup.zip /srv/data", lambda r: rand(r, 12, mixed=True)
+    ),
+    "openssl_key_password": _assigned(
+        "openssl enc -aes-256-cbc -salt -k {} -in db.sql -out db.enc",
+        lambda r: rand(r, 14, mixed=True),
+    ),
+    "htpasswd_password": _assigned(
+        "htpasswd -b /etc/nginx/.htpasswd deploy {}", lambda r: rand(r, 12, mixed=True)
+    ),
+    "rabbitmq_user_password": _assigned(
+        "rabbitmqctl add_user worker {}", lambda r: rand(r, 16, mixed=True)
+    ),
     "urlencoded_credential": _assigned(
         "next=%2Fcallback%3Faccess_token%3D{}%26state%3D1", lambda r: rand(r, 32, mixed=True)
     ),
