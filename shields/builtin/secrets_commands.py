@@ -68,6 +68,7 @@ COMMAND_RULES: tuple[Rule, ...] = (
         r"[A-Za-z0-9_.$-]{1,32}:([^\s\"']{1,64})@[A-Za-z0-9][A-Za-z0-9.-]{0,47}"
         r"(?:[\s\"',;)]|$)",
         judge=after_user_password,
+        deferred_to=False,
     ),
     Rule(
         "net_use_password",

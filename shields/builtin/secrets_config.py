@@ -527,8 +527,10 @@ def _cli_password(context: str, value: str, thresholds: Thresholds) -> bool:
     return not _not_a_literal(value)
 
 
-def _user_password_blob(secret: str, _: Thresholds) -> bool:
-    """Base64 of ``user:password`` (HTTP Basic, Docker ``auths``, npm ``_auth``)."""
+def _user_password_blob(secret: str, _: Thresholds, *, same_as_user: bool = False) -> bool:
+    """Base64 of ``user:password`` (HTTP Basic, Docker ``auths``, npm ``_auth``); a password
+    that repeats the user only when ``same_as_user`` (a request's header sends what logs in,
+    `admin:admin` too)."""
     try:
         decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True)
         text = decoded.decode("ascii")
@@ -540,7 +542,13 @@ def _user_password_blob(secret: str, _: Thresholds) -> bool:
     # A user name has no blanks, quotes or braces: `{"alg":"HS256"...` is a JWT header.
     if any(c in _NOT_IN_USER for c in user):
         return False
-    return not (_placeholder(password) or password == user)
+    return not (_placeholder(password) or (password == user and not same_as_user))
+
+
+def _basic_auth(context: str, secret: str, thresholds: Thresholds) -> bool:
+    """An HTTP Basic credential: after "Basic", what a request sends, a server's default
+    (`admin:admin`) too; after a key (`_auth =`), a stored one, not the user's name twice."""
+    return _user_password_blob(secret, thresholds, same_as_user=context.startswith("Basic"))
 
 
 def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bool:
@@ -701,6 +709,8 @@ _CRYPT = r"[./A-Za-z0-9]"
 # secret (base32) JBSW Y3DP ..."): a word that says what it is, then within a few words a base32
 # run. Keys written as keys (`totp_seed = ...`, `otp_secret: ...`) are the token keys' values.
 _OTP_WORDS = r"(?i:\b(?:2fa|mfa|t?otp|authenticator|two[ -]factor)\b)"
+# The user option of curl, httpie, wget (`-u`, `--user`, `--proxy-user`, `--user=`).
+_CLI_USER = r"--?(?:proxy-)?u(?:ser)?[ \t=]{1,3}"
 
 CONFIG_RULES: tuple[Rule, ...] = (
     Rule(
@@ -720,7 +730,7 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "Base64 of user:password: HTTP Basic authorization, Docker config.json auths, npm _auth",
         r"(?:Basic[ \t]{1,3}|(?i:_?auth)\\?[\"']?[ \t]{0,3}[=:][ \t]{0,3}\\?[\"']?)",
         f"({_B64}{{6,120}}={{0,2}})",
-        _user_password_blob,
+        judge=_basic_auth,
         not_followed_by=r"A-Za-z0-9+/=",
     ),
     Rule(
@@ -758,9 +768,22 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "cli_user_password",
         "The password of `-u user:password` / `--user user:password` on a command line (curl, "
         "httpie, wget...)",
-        r"--?(?:proxy-)?u(?:ser)?[ \t=]{1,3}",
-        r"[\"']?[^\s:\"'@]{1,64}:[\"']?([^\s\"']{1,64})",
+        _CLI_USER,
+        # A password quoted apart from its user (`-u admin:"..."`, `-u "admin":"..."`), which
+        # may hold blanks, before a run: the first alternative that matches is the one taken.
+        # The user may be an e-mail address.
+        r"(?:(?:\"[^\"\r\n:]{1,40}\"|[^\s:\"']{1,40}):\"([^\"\r\n]{1,64})\""
+        r"|[\"']?[^\s:\"'@]{1,32}(?:@[A-Za-z0-9.-]{1,32})?:[\"']?([^\s\"']{1,64}))",
         judge=_cli_password,
+    ),
+    Rule(
+        "cli_user_token",
+        "A token given as the user of `-u TOKEN:` (an empty password: Stripe's, Mailgun's, "
+        "Harvest's way with curl) or as the password of `-u :TOKEN`",
+        _CLI_USER,
+        # Nothing follows but a blank or the end: `-u name:password` is the rule above's.
+        r"[\"']?(?::([^\s:\"']{16,64})|([^\s:\"']{16,64}):)[\"']?(?:\s|$)",
+        lambda secret, thresholds: generic_value(secret, thresholds),
     ),
     Rule(
         "password_hash",
