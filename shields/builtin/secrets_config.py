@@ -198,7 +198,8 @@ _VALUE_TAIL = f"{_VALUE_CHAR}{{0,63}}{_VALUE_LAST}"
 # backslashes: generated keys use every symbol (WordPress's `define('AUTH_SALT', '...')`,
 # Django's SECRET_KEY), and a value cut at its first ";" or "&" would leave the rest of the
 # secret in the text. First in the body: a quote takes this branch, a bare value the other.
-_QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]"
+# Python's triple quotes first (`"""..."""`): a single quote would open an empty literal.
+_QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?(?:\"\"\"|'''|\\?[\"'`])"
 _WIDE_CHAR = r"[^\x00-\x20\x7f-\xff\"'`\\]"
 _WIDE_FIRST = r"[^\x00-\x20\x7f-\xff\"'`\\=]"
 _QUOTED_VALUE = f"{_QUOTE_ONLY}({_WIDE_FIRST}{_WIDE_CHAR}{{0,63}})"
