@@ -54,6 +54,13 @@ def _htpasswd_password(context: str, value: str, thresholds: Thresholds) -> bool
     return after_user_password(context, value, thresholds)
 
 
+def _target_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """The password of ``DOMAIN/user:password@host``. The "/" starts every path, and paths
+    with a colon and an "@" name things in documents (`docs/api:getUserById@latest`): a
+    password of letters alone is left to the words it may be."""
+    return not value.isalpha() and after_user_password(context, value, thresholds)
+
+
 COMMAND_RULES: tuple[Rule, ...] = (
     Rule(
         "domain_user_password",
@@ -67,7 +74,7 @@ COMMAND_RULES: tuple[Rule, ...] = (
         # `registry/image:tag@sha256:...` digest is followed by ":").
         r"[A-Za-z0-9_.$-]{1,32}:([^\s\"']{1,64})@[A-Za-z0-9][A-Za-z0-9.-]{0,47}"
         r"(?:[\s\"',;)]|$)",
-        judge=after_user_password,
+        judge=_target_password,
         deferred_to=False,
     ),
     Rule(
