@@ -94,23 +94,25 @@ TOKEN_KEYS = (
     r"|consumer|license)[ _-]?key"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
-    # `totp_seed`, `otp_secret`, `hotpKey`: from the one-time password word on, so that the
-    # judge sees it), SonarQube's token property (`sonar.login`), from the start of a word or
+    # `totp_seed`, `otp_secret`, `hotpKey`, `2fa_code`: from the one-time password word on, so
+    # that the judge sees it; a code of digits, a one-time password itself, is a number to the
+    # judge and no secret), SonarQube's token property (`sonar.login`), from the start of a word or
     # name part; a nonce kept with them (`NONCE_KEY`, `nonce_secret`), which is one as long as
     # it is fixed.
-    r"|(?:\b|_)(?:salt|pepper|nonce|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key)"
+    r"|(?:\b|_)(?:salt|pepper|nonce|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key|code|token)"
     r"|sonar[._-]?login))"
     r"[A-Za-z0-9_-]{0,20}"
 )
-# "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
-# as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the start of a word
-# ("keyboard", "author", "apiary"). Common words in prose ("the
-# key is..."), so only with a separator that assigns (``ASSIGNING``), not a blank.
-# Numbered too (`key2`). Also "pat" (a personal access token), "creds", "sig" (the signature
-# that makes a shared access URL a credential: Azure SAS `&sig=`), and session cookies
-# (`sessionid`, `_gitlab_session`, `PHPSESSID`, `JSESSIONID`): a session id is the credential.
+# "key", "auth", "api", "authorization", "authentication" and one-time password seeds ("totp",
+# "mfa") alone or as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the
+# start of a word ("keyboard", "author", "apiary"). Common words in prose ("the key is..."),
+# so only with a separator that assigns (``ASSIGNING``), not a blank. Numbered too (`key2`).
+# Also "pat" (a personal access token), "creds", "sig" (the signature that makes a shared
+# access URL a credential: Azure SAS `&sig=`), "iv" (a fixed initialization vector), and
+# session cookies (`sessionid`, `_gitlab_session`, `PHPSESSID`, `JSESSIONID`): a session id is
+# the credential.
 SHORT_TOKEN_KEYS = (
-    r"(?:\b|_)(?:key|auth|api|authorization|t?otp|mfa|2fa|pat|creds|sig|iv"
+    r"(?:\b|_)(?:key|auth|api|authori[sz]ation|authentication|t?otp|mfa|2fa|pat|creds|sig|iv"
     r"|session(?:[_-]?id)?|(?:php)?sessid|jsessionid)(?:s|[0-9]{1,2})?\b"
     # The last word of a camelCase name (`appKey`, `hmacKey`, `sharedKey`, `basicAuth`,
     # `userSalt`).
@@ -490,11 +492,12 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
         if value.isdigit() and len(value) >= _SALT_MIN_DIGITS:
             return len(set(value)) >= _SALT_MIN_DISTINCT and not _placeholder(value)
         return _password_value(context, value, thresholds)
-    if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value):
+    if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value) and _otp_seed_any_case(value):
         # A one-time password seed is base32 in either case, and a random one may be letters
         # alone (1 in 25 of 16 characters): the key says what it is, the value need only look
-        # generated.
-        return _otp_seed_any_case(value)
+        # generated. A value in mixed case is no seed, but may be another generated secret
+        # (a recovery code, a token), judged as any other.
+        return True
     if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
         # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
         # the lower threshold of hexadecimal and base32 values, and for a lower-case token

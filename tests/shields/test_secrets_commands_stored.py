@@ -331,3 +331,25 @@ def test_nonces_ivs_and_triple_quoted_values(template: str) -> None:
 )
 def test_nonce_and_iv_code_is_not_a_secret(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["Authentication: {}", "authentication={}", '"2fa_code": "{}"', "MFA_TOKEN={}"],
+)
+def test_authentication_and_one_time_password_code_keys(template: str) -> None:
+    value = rand(20)
+    assert_value_alone(template.format(value), value, "generic_secret")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authentication: required",
+        "authentication = OAuth2PasswordBearer(tokenUrl='token')",
+        "2fa_code: 482913",  # a one-time password itself: a number, gone in 30 seconds
+        "Authentication is handled by the gateway.",
+    ],
+)
+def test_authentication_and_code_near_misses(text: str) -> None:
+    assert found(text) == []
