@@ -325,6 +325,9 @@ FAKES: dict[str, Fake] = {
     "cli_user_token": _assigned(
         "curl -u {}: https://api.example.com/v1/charges", lambda r: rand(r, 32, mixed=True)
     ),
+    "pass_the_hash_option": _assigned(
+        "wmiexec.py -hashes {} CORP/admin@10.0.0.5", lambda r: ":" + rand(r, 32, HEX)
+    ),
     # Passwords given to commands (shields/builtin/secrets_commands.py).
     "domain_user_password": _assigned(
         "secretsdump.py CORP/backup_svc:{}@10.20.0.5", lambda r: rand(r, 14, mixed=True)

@@ -353,3 +353,30 @@ def test_authentication_and_one_time_password_code_keys(template: str) -> None:
 )
 def test_authentication_and_code_near_misses(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "secretsdump.py -hashes {} CORP/administrator@10.0.0.5",
+        "nxc smb 10.0.0.0/24 -u administrator -H {} --local-auth",
+        "evil-winrm -i 10.0.0.5 -u administrator -H '{}'",
+    ],
+)
+def test_hashes_given_to_a_pass_the_hash_tool(template: str) -> None:
+    nt = rand(32, HEX).lower()
+    value = ("aad3b435b51404eeaad3b435b51404ee:" + nt) if "-hashes" in template else nt
+    assert_value_alone(template.format(value), value, "pass_the_hash_option")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'curl -H "X-Request-Id: 5f0c3b1e" https://api.example.net',
+        # The NT hash of an empty password: a blank account's, every installation's.
+        "nxc smb dc01 -u guest -H 31d6cfe0d16ae931b73c59d7e0c089c0",
+        "psexec.py -hashes :00000000000000000000000000000000 CORP/admin@dc01",
+    ],
+)
+def test_pass_the_hash_near_misses(text: str) -> None:
+    assert found(text) == []
