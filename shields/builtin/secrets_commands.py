@@ -66,13 +66,17 @@ COMMAND_RULES: tuple[Rule, ...] = (
         "domain_user_password",
         "The password of a Windows tool's target DOMAIN/user:password@host (Impacket's "
         "secretsdump.py, psexec.py, wmiexec.py...; CrackMapExec, NetExec)",
-        # From the "/" after the domain (a word character before it): a prefix that held the
-        # domain, any word, would hold every word of a stream (and one that held the user,
-        # a run of name characters, makes the search for triggers a quarter slower).
-        r"\b/",
+        # From the "/" after the domain: a prefix that held the domain, any word, would hold
+        # every word of a stream (and one that held the user, a run of name characters, makes
+        # the search for triggers a quarter slower). Not `\b/`: whether a text may still become a
+        # match is told from that text alone (``prefix_pattern``), where `\b` before a "/"
+        # cannot hold.
+        r"/",
         # The host ends the match: a name or an address, then a blank, a quote or the end (a
-        # `registry/image:tag@sha256:...` digest is followed by ":").
-        r"[A-Za-z0-9_.$-]{1,32}:([^\s\"']{1,64})@[A-Za-z0-9][A-Za-z0-9.-]{0,47}"
+        # `registry/image:tag@sha256:...` digest is followed by ":"). No "/" in the password:
+        # `https://host:8443/path@v2` is a URL's port and path (a URL's credentials are
+        # ``url_credentials``').
+        r"[A-Za-z0-9_.$-]{1,32}:([^\s\"'/]{1,64})@[A-Za-z0-9][A-Za-z0-9.-]{0,47}"
         r"(?:[\s\"',;)]|$)",
         judge=_target_password,
         deferred_to=False,
