@@ -68,6 +68,7 @@ from shields.builtin.regex import (
     prefix_pattern,
     searcher,
 )
+from shields.builtin.secrets_commands import COMMAND_RULES
 from shields.builtin.secrets_config import CONFIG_RULES, VETO_RULES
 from shields.builtin.secrets_hashes import HASH_RULES
 from shields.builtin.secrets_keys import KEY_RULES
@@ -79,6 +80,7 @@ from shields.builtin.secrets_rules import (
     random_looking,
     shannon_entropy,
 )
+from shields.builtin.secrets_stored import STORED_RULES
 from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
 from shields.open_tables import OpenTables, State
@@ -274,7 +276,15 @@ VENDOR_RULES: tuple[Rule, ...] = (
 
 # Vendor formats before the configuration rules: `NPM_TOKEN=npm_...` is an npm token, reported
 # whole by its own rule (the configuration rules defer to every vendor prefix).
-RULES: tuple[Rule, ...] = VENDOR_RULES + KEY_RULES + VENDOR_TOKEN_RULES + HASH_RULES + CONFIG_RULES
+RULES: tuple[Rule, ...] = (
+    VENDOR_RULES
+    + KEY_RULES
+    + VENDOR_TOKEN_RULES
+    + HASH_RULES
+    + STORED_RULES
+    + COMMAND_RULES
+    + CONFIG_RULES
+)
 
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 _BY_ID = {rule.id: rule for rule in RULES}
@@ -534,7 +544,7 @@ class SecretsShield(Shield):
         # character (a `\b`, a "not followed by" check, the end of a greedy run).
         self._max_match = max([main_width, *(c.tail_reach for c in compiled)]) + 1
         deferring = [r for r in rules if r.defers_to_prefixes]
-        others = [r.prefix for r in rules if not r.defers_to_prefixes]
+        others = [r.prefix for r in rules if not r.defers_to_prefixes and r.deferred_to]
         self._defer_to = (
             _anchored("|".join(f"(?:{p})" for p in others)) if deferring and others else None
         )

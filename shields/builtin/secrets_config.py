@@ -49,6 +49,8 @@ __all__ = [
     "SHORT_TOKEN_KEYS",
     "TOKEN_KEYS",
     "VETO_RULES",
+    "after_user_password",
+    "is_placeholder",
 ]
 
 
@@ -79,29 +81,38 @@ PASSWORD_KEYS = (
     # (`ConvertTo-SecureString -String -Force ...`, `sshpass -p ...`).
     r"|convertto-securestring(?:[ \t]{1,2}-(?:string|asplaintext|force)){0,2}"
     r"|identified[ \t]{1,3}by|\bsshpass[ \t]{1,3}-p"
+    # Java's keytool and jarsigner take the keystore's and the key's passwords as options.
+    r"|(?-i:-(?:src|dest)?(?:store|key)pass)\b"
 )
 # Keys whose value is generated: a token, a key, a secret. The value must look random.
 TOKEN_KEYS = (
     r"(?:secret|token|bearer|credentials?|api[ _-]?key"
+    # The other HTTP authorization schemes whose credential is a token: `Authorization: OAuth
+    # ...` (OAuth 1.0), `SSWS ...` (Okta), in their own case.
+    r"|(?-i:\bOAuth|\bSSWS)"
     r"|(?:access|private|priv|auth(?:entication)?|master|account|encryption|signing|session"
     r"|consumer|license)[ _-]?key"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
-    # `totp_seed`, `otp_secret`, `hotpKey`: from the one-time password word on, so that the
-    # judge sees it), SonarQube's token property (`sonar.login`), from the start of a word or
-    # name part.
-    r"|(?:\b|_)(?:salt|pepper|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key)|sonar[._-]?login))"
+    # `totp_seed`, `otp_secret`, `hotpKey`, `2fa_code`: from the one-time password word on, so
+    # that the judge sees it; a code of digits, a one-time password itself, is a number to the
+    # judge and no secret), SonarQube's token property (`sonar.login`), from the start of a word or
+    # name part; a nonce kept with them (`NONCE_KEY`, `nonce_secret`), which is one as long as
+    # it is fixed.
+    r"|(?:\b|_)(?:salt|pepper|nonce|(?:h?otp|totp|mfa|2fa)[ _-]?(?:seed|secret|key|code|token)"
+    r"|sonar[._-]?login))"
     r"[A-Za-z0-9_-]{0,20}"
 )
-# "key", "auth", "api", "authorization" and one-time password seeds ("totp", "mfa") alone or
-# as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the start of a word
-# ("keyboard", "author", "apiary"). Common words in prose ("the
-# key is..."), so only with a separator that assigns (``ASSIGNING``), not a blank.
-# Numbered too (`key2`). Also "pat" (a personal access token), "creds", "sig" (the signature
-# that makes a shared access URL a credential: Azure SAS `&sig=`), and session cookies
-# (`sessionid`, `_gitlab_session`, `PHPSESSID`, `JSESSIONID`): a session id is the credential.
+# "key", "auth", "api", "authorization", "authentication" and one-time password seeds ("totp",
+# "mfa") alone or as the last word of a name (`ANY_KEY`, `db.auth`, `gi_api`), never as the
+# start of a word ("keyboard", "author", "apiary"). Common words in prose ("the key is..."),
+# so only with a separator that assigns (``ASSIGNING``), not a blank. Numbered too (`key2`).
+# Also "pat" (a personal access token), "creds", "sig" (the signature that makes a shared
+# access URL a credential: Azure SAS `&sig=`), "iv" (a fixed initialization vector), and
+# session cookies (`sessionid`, `_gitlab_session`, `PHPSESSID`, `JSESSIONID`): a session id is
+# the credential.
 SHORT_TOKEN_KEYS = (
-    r"(?:\b|_)(?:key|auth|api|authorization|t?otp|mfa|2fa|pat|creds|sig"
+    r"(?:\b|_)(?:key|auth|api|authori[sz]ation|authentication|t?otp|mfa|2fa|pat|creds|sig|iv"
     r"|session(?:[_-]?id)?|(?:php)?sessid|jsessionid)(?:s|[0-9]{1,2})?\b"
     # The last word of a camelCase name (`appKey`, `hmacKey`, `sharedKey`, `basicAuth`,
     # `userSalt`).
@@ -170,6 +181,9 @@ PASSWORD_PROSE_SEPARATORS: tuple[str, ...] = (
     r"[ \t]{1,3}(?:is|was)[ \t]{1,3}(?:now[ \t]{1,3})?(?::[ \t]{0,3})?",
     r"[ \t]{1,3}(?:for|of)[ \t]{1,3}[^ \t\r\n=:]{1,16}[ \t]{0,3}[=:][ \t]{0,3}",
 )
+# OpenSSL's pass phrase arguments (`-pass pass:...`, `-passin pass:...`): the value is what
+# follows "pass:" (`env:`, `file:`, `fd:` name where it is kept, not the pass phrase).
+_OPENSSL_PASS = r"[ \t]{1,3}pass:"
 # A string literal's opening quote, with a language's prefix (Python b'' r'' u'' f'', C#
 # @"" $"", C++ L"" u8"") or as markup writes it (`&quot;`, `&#39;`).
 _OPEN_QUOTE = r"(?:(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]|&(?:quot|apos|#0?3[49]);)?"
@@ -186,7 +200,8 @@ _VALUE_TAIL = f"{_VALUE_CHAR}{{0,63}}{_VALUE_LAST}"
 # backslashes: generated keys use every symbol (WordPress's `define('AUTH_SALT', '...')`,
 # Django's SECRET_KEY), and a value cut at its first ";" or "&" would leave the rest of the
 # secret in the text. First in the body: a quote takes this branch, a bare value the other.
-_QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?\\?[\"'`]"
+# Python's triple quotes first (`"""..."""`): a single quote would open an empty literal.
+_QUOTE_ONLY = r"(?:[bBrRuUfFL]{1,2}|u8|@|\$)?(?:\"\"\"|'''|\\?[\"'`])"
 _WIDE_CHAR = r"[^\x00-\x20\x7f-\xff\"'`\\]"
 _WIDE_FIRST = r"[^\x00-\x20\x7f-\xff\"'`\\=]"
 _QUOTED_VALUE = f"{_QUOTE_ONLY}({_WIDE_FIRST}{_WIDE_CHAR}{{0,63}})"
@@ -434,8 +449,13 @@ _INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
 # A one-time password key (`otp_secret`, `totpSeed`, `MFA_KEY`, `2fa: ...`), as the token-key
 # rule's match starts: at the word, or at the "_" before it.
 _OTP_KEY = re.compile(r"_?(?i:h?otp|totp|mfa|2fa)")
-_BEARER = re.compile(r"(?i:bearer)(?:[ \t]|\\t)+$")
-_BEARER_MIN_LENGTH = 20
+# An HTTP authorization scheme whose credential is a token (RFC 6750's Bearer, OAuth 1.0's
+# `OAuth`, Okta's `SSWS`), as the key: `Authorization: Bearer <token>`.
+_BEARER = re.compile(r"(?:(?i:bearer)|OAuth|SSWS)(?:[ \t]|\\t)+$")
+_BEARER_MIN_LENGTH = 16
+# A generated token switches between letters and digits every few characters; a name with a
+# number (`accesstoken2024`) does once or twice.
+_BEARER_MIN_CHANGES = 4
 
 
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
@@ -472,16 +492,26 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
         if value.isdigit() and len(value) >= _SALT_MIN_DIGITS:
             return len(set(value)) >= _SALT_MIN_DISTINCT and not _placeholder(value)
         return _password_value(context, value, thresholds)
-    if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value):
+    if _OTP_KEY.match(context) and _BASE32_SEED.fullmatch(value) and _otp_seed_any_case(value):
         # A one-time password seed is base32 in either case, and a random one may be letters
         # alone (1 in 25 of 16 characters): the key says what it is, the value need only look
-        # generated.
-        return _otp_seed_any_case(value)
+        # generated. A value in mixed case is no seed, but may be another generated secret
+        # (a recovery code, a token), judged as any other.
+        return True
     if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
         # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
-        # the lower threshold of hexadecimal and base32 values.
+        # the lower threshold of hexadecimal and base32 values, and for a lower-case token
+        # that happens to read as a name (`k2x9vq...`: 1 in 3 of 16 characters do).
         lower = min(thresholds.min_entropy, thresholds.min_entropy_hex)
-        return generic_value(value, dataclasses.replace(thresholds, min_entropy=lower))
+        if generic_value(value, dataclasses.replace(thresholds, min_entropy=lower)):
+            return True
+        return (
+            any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value)
+            and _class_changes(value) >= _BEARER_MIN_CHANGES
+            and random_looking(value, lower)
+            and not _DOTTED.fullmatch(value)
+        )
     return generic_value(value, thresholds)
 
 
@@ -501,8 +531,10 @@ def _cli_password(context: str, value: str, thresholds: Thresholds) -> bool:
     return not _not_a_literal(value)
 
 
-def _user_password_blob(secret: str, _: Thresholds) -> bool:
-    """Base64 of ``user:password`` (HTTP Basic, Docker ``auths``, npm ``_auth``)."""
+def _user_password_blob(secret: str, _: Thresholds, *, same_as_user: bool = False) -> bool:
+    """Base64 of ``user:password`` (HTTP Basic, Docker ``auths``, npm ``_auth``); a password
+    that repeats the user only when ``same_as_user`` (a request's header sends what logs in,
+    `admin:admin` too)."""
     try:
         decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True)
         text = decoded.decode("ascii")
@@ -514,7 +546,13 @@ def _user_password_blob(secret: str, _: Thresholds) -> bool:
     # A user name has no blanks, quotes or braces: `{"alg":"HS256"...` is a JWT header.
     if any(c in _NOT_IN_USER for c in user):
         return False
-    return not (_placeholder(password) or password == user)
+    return not (_placeholder(password) or (password == user and not same_as_user))
+
+
+def _basic_auth(context: str, secret: str, thresholds: Thresholds) -> bool:
+    """An HTTP Basic credential: after "Basic", what a request sends, a server's default
+    (`admin:admin`) too; after a key (`_auth =`), a stored one, not the user's name twice."""
+    return _user_password_blob(secret, thresholds, same_as_user=context.startswith("Basic"))
 
 
 def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bool:
@@ -527,6 +565,15 @@ def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bo
     if len(value) < thresholds.min_password_length or _placeholder(value):
         return False
     return not _not_a_literal(value)
+
+
+# The judges the rules of other modules (``secrets_commands``, ``secrets_stored``) share.
+after_user_password: Judge = _after_user_password
+
+
+def is_placeholder(value: str) -> bool:
+    """A stand-in for a value: template syntax, a demo word, a mask (``_placeholder``)."""
+    return _placeholder(value)
 
 
 def _encoded_password(context: str, value: str, thresholds: Thresholds) -> bool:
@@ -559,7 +606,9 @@ def _pgpass_password(context: str, value: str, thresholds: Thresholds) -> bool:
     """The password of ``host:port:database:user:password``. The match starts at the port; a
     clock (``10:15:30:INFO:worker42``) reads as a port, then digits for a database."""
     database = context.split(":")[2]  # context: ":port:database:user:"
-    if database.isdigit():
+    # A query string with times in it (`se=2026-01-01T00:00:00Z&sp=r&sig=...`) is no line of
+    # fields: its signature is the `sig` key's value.
+    if database.isdigit() or "&" in context or "&" in value:
         return False
     return _after_user_password(context, value, thresholds)
 
@@ -664,6 +713,8 @@ _CRYPT = r"[./A-Za-z0-9]"
 # secret (base32) JBSW Y3DP ..."): a word that says what it is, then within a few words a base32
 # run. Keys written as keys (`totp_seed = ...`, `otp_secret: ...`) are the token keys' values.
 _OTP_WORDS = r"(?i:\b(?:2fa|mfa|t?otp|authenticator|two[ -]factor)\b)"
+# The user option of curl, httpie, wget (`-u`, `--user`, `--proxy-user`, `--user=`).
+_CLI_USER = r"--?(?:proxy-)?u(?:ser)?[ \t=]{1,3}"
 
 CONFIG_RULES: tuple[Rule, ...] = (
     Rule(
@@ -671,7 +722,7 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "A password assigned to a password key (password, passwd, pwd, pass, passphrase) in any "
         "config or code syntax: INI, .env, YAML, JSON, XML, define(), assignments, export, "
         ".netrc, connection strings (Password=...;), command lines",
-        _key_rule_prefix(PASSWORD_KEYS, more=PASSWORD_PROSE_SEPARATORS),
+        _key_rule_prefix(PASSWORD_KEYS, more=(*PASSWORD_PROSE_SEPARATORS, _OPENSSL_PASS)),
         _KEY_VALUE,
         judge=_quoted_whole(_password_value),
         tail=_KEY_VALUE_TAIL,
@@ -683,7 +734,7 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "Base64 of user:password: HTTP Basic authorization, Docker config.json auths, npm _auth",
         r"(?:Basic[ \t]{1,3}|(?i:_?auth)\\?[\"']?[ \t]{0,3}[=:][ \t]{0,3}\\?[\"']?)",
         f"({_B64}{{6,120}}={{0,2}})",
-        _user_password_blob,
+        judge=_basic_auth,
         not_followed_by=r"A-Za-z0-9+/=",
     ),
     Rule(
@@ -721,9 +772,22 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "cli_user_password",
         "The password of `-u user:password` / `--user user:password` on a command line (curl, "
         "httpie, wget...)",
-        r"--?(?:proxy-)?u(?:ser)?[ \t=]{1,3}",
-        r"[\"']?[^\s:\"'@]{1,64}:[\"']?([^\s\"']{1,64})",
+        _CLI_USER,
+        # A password quoted apart from its user (`-u admin:"..."`, `-u "admin":"..."`), which
+        # may hold blanks, before a run: the first alternative that matches is the one taken.
+        # The user may be an e-mail address.
+        r"(?:(?:\"[^\"\r\n:]{1,40}\"|[^\s:\"']{1,40}):\"([^\"\r\n]{1,64})\""
+        r"|[\"']?[^\s:\"'@]{1,32}(?:@[A-Za-z0-9.-]{1,32})?:[\"']?([^\s\"']{1,64}))",
         judge=_cli_password,
+    ),
+    Rule(
+        "cli_user_token",
+        "A token given as the user of `-u TOKEN:` (an empty password: Stripe's, Mailgun's, "
+        "Harvest's way with curl) or as the password of `-u :TOKEN`",
+        _CLI_USER,
+        # Nothing follows but a blank or the end: `-u name:password` is the rule above's.
+        r"[\"']?(?::([^\s:\"']{16,64})|([^\s:\"']{16,64}):)[\"']?(?:\s|$)",
+        lambda secret, thresholds: generic_value(secret, thresholds),
     ),
     Rule(
         "password_hash",

@@ -8,6 +8,7 @@ the output of credential dumping tools pasted into tickets and chats:
 
 - pwdump and Impacket's secretsdump write ``user:RID:LM:NT:::``, 32 hexadecimal digits each;
 - mimikatz writes ``* NTLM     : <NT hash>``, and notes write ``nthash = ...``;
+- pass-the-hash tools take them in place of a password (``-hashes LM:NT``, ``-H NT``);
 - MySQL stores ``*`` and 40 hexadecimal digits (SHA-1 twice), PostgreSQL ``md5`` and 32 or
   ``SCRAM-SHA-256$<iterations>:<salt>$<stored key>:<server key>``: a dump of ``mysql.user`` or
   ``pg_authid``, a ``CREATE ROLE ... PASSWORD 'md5...'`` migration. Each is cracked offline,
@@ -54,6 +55,14 @@ def _nt_hash(secret: str, _: Thresholds) -> bool:
     return secret.lower() not in (_EMPTY_NT, _EMPTY_LM) and _digest(secret)
 
 
+def _option_hashes(secret: str, thresholds: Thresholds) -> bool:
+    """``LM:NT``, ``:NT`` or ``NT`` given to a pass-the-hash tool: a real password's NT hash."""
+    lm, _colon, nt = secret.rpartition(":")
+    if not _nt_hash(nt, thresholds):
+        return False
+    return not lm or lm.lower() == _EMPTY_LM or _digest(lm)
+
+
 def _hex_digest(secret: str, _: Thresholds) -> bool:
     """``*`` + 40 or ``md5`` + 32 hexadecimal digits, the digits a digest's."""
     return _digest(secret.lstrip("*").removeprefix("md5"))
@@ -88,6 +97,15 @@ HASH_RULES: tuple[Rule, ...] = (
         r"\b(?i:ntlm(?:[ _-]?hash)?|nt[ _-]?hash|nthash)",
         f"\\\\?[\"']?[ \\t]{{0,12}}(?:=>|[=:])[ \\t]{{0,3}}\\\\?[\"']?({_HEX32})",
         _nt_hash,
+        not_followed_by="0-9A-Za-z",
+    ),
+    Rule(
+        "pass_the_hash_option",
+        "The hashes given to a pass-the-hash tool in place of a password: Impacket's `-hashes "
+        "LM:NT` (or `:NT`), NetExec / CrackMapExec / evil-winrm `-H NT`",
+        r"\B-(?:hashes|H)[ \t]{1,3}",
+        f"[\"']?((?:{_HEX32})?:{_HEX32}|{_HEX32})",
+        _option_hashes,
         not_followed_by="0-9A-Za-z",
     ),
     Rule(

@@ -227,6 +227,10 @@ class Rule:
     # A value that starts with another selected rule's prefix is left to that rule
     # (`api_key = sk-proj-...` is an OpenAI key, reported whole by its own rule).
     defers_to_prefixes: bool = False
+    # Whether a deferring rule leaves a value that starts with this rule's prefix to this rule:
+    # not when the prefix is one that values of every kind start with (eight hexadecimal
+    # digits, a "/"), which says nothing about what the value is.
+    deferred_to: bool = True
     # Instead of ``validator``: judges (text of the match before the secret, secret).
     judge: Judge | None = None
     # A *veto*: what this rule accepts is known not to be a secret (`publicKey = ...`, a

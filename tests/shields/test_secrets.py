@@ -312,6 +312,45 @@ FAKES: dict[str, Fake] = {
     "cli_password_option": _assigned(
         "mysqldump -u backup -p{} --all-databases", lambda r: rand(r, 12, mixed=True)
     ),
+    # Secrets as tools store or print them (shields/builtin/secrets_stored.py).
+    "encrypted_password_element": _assigned(
+        "<server><id>nexus</id><password>{{{}}}</password></server>",
+        lambda r: base64.b64encode(r.randbytes(32)).decode(),
+    ),
+    "gcp_private_key_id": _assigned('"private_key_id": "{}",', lambda r: rand(r, 40, HEX)),
+    "hash_salt_line": _whole(lambda r: rand(r, 32, HEX) + ":" + rand(r, 8, mixed=True)),
+    "recovery_codes": lambda r: (lambda codes: (f"Recovery codes: {codes}", codes))(
+        " ".join(f"{rand(r, 4, string.digits)}-{rand(r, 4, string.digits)}" for _ in range(4))
+    ),
+    "cli_user_token": _assigned(
+        "curl -u {}: https://api.example.com/v1/charges", lambda r: rand(r, 32, mixed=True)
+    ),
+    "pass_the_hash_option": _assigned(
+        "wmiexec.py -hashes {} CORP/admin@10.0.0.5", lambda r: ":" + rand(r, 32, HEX)
+    ),
+    # Passwords given to commands (shields/builtin/secrets_commands.py).
+    "domain_user_password": _assigned(
+        "secretsdump.py CORP/backup_svc:{}@10.20.0.5", lambda r: rand(r, 14, mixed=True)
+    ),
+    "net_use_password": _assigned(
+        "net use Z: \\\\files01\\finance /user:CORP\\ann {}", lambda r: rand(r, 12, mixed=True)
+    ),
+    "redis_cli_password": _assigned(
+        "redis-cli -h cache.internal -a {} ping", lambda r: rand(r, 16, mixed=True)
+    ),
+    "archive_password": _assigned(
+        "zip -r -P {} backup.zip /srv/data", lambda r: rand(r, 12, mixed=True)
+    ),
+    "openssl_key_password": _assigned(
+        "openssl enc -aes-256-cbc -salt -k {} -in db.sql -out db.enc",
+        lambda r: rand(r, 14, mixed=True),
+    ),
+    "htpasswd_password": _assigned(
+        "htpasswd -b /etc/nginx/.htpasswd deploy {}", lambda r: rand(r, 12, mixed=True)
+    ),
+    "rabbitmq_user_password": _assigned(
+        "rabbitmqctl add_user worker {}", lambda r: rand(r, 16, mixed=True)
+    ),
     "urlencoded_credential": _assigned(
         "next=%2Fcallback%3Faccess_token%3D{}%26state%3D1", lambda r: rand(r, 32, mixed=True)
     ),
