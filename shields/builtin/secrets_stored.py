@@ -74,12 +74,25 @@ def _hash_salt(secret: str, _: Thresholds) -> bool:
     return _digest(digest) and not _FILE_LIKE.fullmatch(salt) and not is_placeholder(salt)
 
 
+_MIN_CODE_DIGITS = 4
+
+
 def _recovery_code(secret: str, _: Thresholds) -> bool:
     """A one-time recovery code: 8 characters and more, digits in it (words and names have
     none), and no placeholder or typed run (`0000-0000`, `1234-5678`, `xxxx-xxxx`)."""
     code = secret.replace("-", "").replace(" ", "")
     if len(code) < 8 or not any(c.isdigit() for c in code):
         return False
+    if code.isdigit():
+        # Eight random digits are too few for an entropy bar (half of them fall under 2.5
+        # bits, one in twelve under 2.0): only a typed run, or few different digits, is not a
+        # code (random ones have fewer than four different digits 1 time in 150).
+        return (
+            len(set(code)) >= _MIN_CODE_DIGITS
+            and REPEATED.search(code) is None
+            and ASCENDING.search(code) is None
+            and not is_placeholder(secret)
+        )
     return not is_placeholder(secret) and random_looking(code, 2.5)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 import struct
 from collections.abc import Callable
@@ -56,12 +57,30 @@ def redacted(text: str, guard: SecretsShield = REDACT) -> str:
 # -- fake keys ---------------------------------------------------------------------------------
 
 
+# What a generated key all but never holds, and the shield takes for a hand-typed example:
+# "xxxx", "your", six of a character, six ascending ("cdefgh"). A seed drawing one would be a
+# value the shield rightly passes, not a secret, and the zero-leak properties would fail on it.
+_NOT_GENERATED = re.compile(
+    r"example|xxxx|your|change|placeholder|redacted|dummy|sample|insert|replace|(.)\1{5}"
+    r"|012345|123456|234567|345678|456789|abcdef|bcdefg|cdefgh",
+    re.IGNORECASE,
+)
+
+
 def rand(rng: random.Random, n: int, alphabet: str = ALNUM, *, mixed: bool = False) -> str:
-    """``n`` random characters; ``mixed`` guarantees an upper, a lower and a digit."""
-    chars = [rng.choice(alphabet) for _ in range(n)]
-    if mixed:
-        chars[:3] = [rng.choice(string.ascii_uppercase), rng.choice("abcdefghjk"), rng.choice("79")]
-    return "".join(chars)
+    """``n`` random characters, as a generator makes them (never one of ``_NOT_GENERATED``);
+    ``mixed`` guarantees an upper, a lower and a digit."""
+    while True:
+        chars = [rng.choice(alphabet) for _ in range(n)]
+        if mixed:
+            chars[:3] = [
+                rng.choice(string.ascii_uppercase),
+                rng.choice("abcdefghjk"),
+                rng.choice("79"),
+            ]
+        value = "".join(chars)
+        if _NOT_GENERATED.search(value) is None:
+            return value
 
 
 def b64url(data: dict[str, object]) -> str:
