@@ -156,11 +156,15 @@ def _jwt(secret: str, _: Thresholds) -> bool:
 # -- the rules -------------------------------------------------------------------------------
 
 # Vendor tokens first: a tie between rules at one place goes to the first listed.
+# The most distinctive prefixes (AKIA..., gh?_, github_pat_, xox?-, and GitLab's gl...- in
+# ``secrets_vendors``) are read wherever they start: a character glued before a token
+# ("_AKIA...", "keyghp_...") hides nothing from a person reading it, so it must not hide the
+# token from its rule. Prefixes a word may end with ("sk-" in "task-...") keep their ``\b``.
 VENDOR_RULES: tuple[Rule, ...] = (
     Rule(
         "aws_access_key_id",
         "AWS access key id (AKIA... long-term, ASIA... temporary)",
-        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)",
         # AWS issues base32 ids ([A-Z2-7]); read as [A-Z0-9], as other scanners do, the rule
         # also takes the hand-made keys of fixtures and documents, which leak as well.
         r"[A-Z0-9]{16}\b",
@@ -178,14 +182,14 @@ VENDOR_RULES: tuple[Rule, ...] = (
     Rule(
         "github_token",
         "GitHub classic token: ghp_ (personal), gho_ (OAuth), ghu_/ghs_ (app), ghr_ (refresh)",
-        r"\bgh[pousr]_",
+        r"gh[pousr]_",
         r"[A-Za-z0-9]{36}\b",
         _token(4, 3.0),
     ),
     Rule(
         "github_fine_grained_token",
         "GitHub fine-grained personal access token (github_pat_...)",
-        r"\bgithub_pat_",
+        r"github_pat_",
         r"[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b",
         _token(11, 3.0),
     ),
@@ -228,7 +232,7 @@ VENDOR_RULES: tuple[Rule, ...] = (
         "slack_token",
         "Slack token: bot (xoxb-), user (xoxp-), app (xoxa-), refresh (xoxr-), legacy (xoxs-), "
         "app configuration access (xoxe.xoxp-) and refresh (xoxe-) tokens",
-        r"\b(?:xoxe\.)?xox[abposre]-",
+        r"(?:xoxe\.)?xox[abposre]-",
         r"[0-9A-Za-z-]{10,64}",
         _slack_token,
         tail=r"[0-9A-Za-z-]{1,64}",

@@ -161,7 +161,7 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         "mail (glimt-), agent (glagent-), SCIM (glsoat-), feature flags (glffct-), workspace "
         "(glwt-), runner (glrtr-), runner registration (GR1348941); routable tokens "
         "(payload.version+crc) whole",
-        r"\b(?:gl(?:pat|dt|rtr?|cbt|ptt|oas|ft|imt|agent|soat|ffct|wt)-|GR1348941)",
+        r"(?:gl(?:pat|dt|rtr?|cbt|ptt|oas|ft|imt|agent|soat|ffct|wt)-|GR1348941)",
         f"[{_URLSAFE}]{{20,64}}",
         _generated(r"gl[a-z]+-|GR1348941", 3.0),
         ends=None,
