@@ -210,7 +210,7 @@ def test_plain_prose_is_not_scanned_at_all() -> None:
         ("prose with an é", ["hidden-text"]),
         ("see www.example.org", ["exfil-images"]),
         ("see HTTPS:", ["exfil-images"]),
-        ("a //path", ["exfil-images"]),
+        ("a //path", ["credentials", "exfil-images"]),  # "/" starts DOMAIN/user:pass@host
         ("key AKIAQ3EGRK5JXWZY7N4T here", ["credentials"]),
         ("colours \x1b[0m here", ["credentials", "hidden-text"]),
         ("how to make n4p4lm", ["mass-harm"]),
