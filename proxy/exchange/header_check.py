@@ -11,19 +11,19 @@ logged, counted and audited as output findings (never their text); in monitor mo
 recorded and the headers go as they came.
 
 Most lines repeat from reply to reply (``Content-Type``, ``Server``, rate-limit ceilings), so
-the lines a policy passed are remembered, per policy, and only the new ones (a ``Date``, a
-request id) are scanned: a reply's headers cost a scan of a few dozen characters.
+the lines a policy passed are remembered (``proxy.exchange.passed_texts``) and only the new ones
+(a ``Date``, a request id) are scanned: a reply's headers cost a scan of a few dozen characters.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 
 from aiohttp import web
 from multidict import CIMultiDict
 
+from proxy.exchange.passed_texts import passed_texts
 from proxy.state import policy_for, record_findings
 from proxy.upstream.client import response_headers
 from shields.base import Stage
@@ -33,46 +33,6 @@ from shields.scan import check_text
 __all__ = ["guarded_response_headers"]
 
 log = logging.getLogger("shieldgate.headers")
-
-# Per policy, the lines it passed. Bounded twice: a few policies (a reload makes a new one, and
-# the old one's entry ages out), and a few thousand lines each (a ``Date`` line is new every
-# second; the oldest go first).
-_POLICIES_REMEMBERED = 8
-_LINES_REMEMBERED = 4096
-_MAX_LINE_REMEMBERED = 512  # characters: a longer line is scanned every time, not kept
-
-
-class _PassedLines:
-    """The header lines one policy let through, oldest first."""
-
-    __slots__ = ("lines", "policy")
-
-    def __init__(self, policy: CompiledPolicy) -> None:
-        # Held so that ``id(policy)``, the key, cannot be reused by another while this lives.
-        self.policy = policy
-        self.lines: OrderedDict[str, None] = OrderedDict()
-
-    def remember(self, line: str) -> None:
-        if len(line) > _MAX_LINE_REMEMBERED:
-            return
-        self.lines[line] = None
-        if len(self.lines) > _LINES_REMEMBERED:
-            self.lines.popitem(last=False)
-
-
-_passed: OrderedDict[int, _PassedLines] = OrderedDict()
-
-
-def _passed_lines(policy: CompiledPolicy) -> _PassedLines:
-    key = id(policy)
-    entry = _passed.get(key)
-    if entry is None or entry.policy is not policy:
-        entry = _passed[key] = _PassedLines(policy)
-        if len(_passed) > _POLICIES_REMEMBERED:
-            _passed.popitem(last=False)
-    else:
-        _passed.move_to_end(key)
-    return entry
 
 
 def guarded_response_headers(
@@ -90,10 +50,10 @@ def guarded_response_headers(
     shields = policy.shields(Stage.OUTPUT)
     if not shields or not headers:
         return headers
-    passed = _passed_lines(policy)
+    passed = passed_texts(policy)
     items = list(headers.items())
     lines = [f"{name}: {value}" for name, value in items]
-    unknown = [index for index, line in enumerate(lines) if line not in passed.lines]
+    unknown = [index for index, line in enumerate(lines) if line not in passed]
     if not unknown:
         return headers
     offsets: list[int] = []
@@ -105,8 +65,7 @@ def guarded_response_headers(
     rule = policy.enforcement
     found = check_text(shields, text, fail_closed=rule.fail_closed)
     if not found:
-        for index in unknown:
-            passed.remember(lines[index])
+        passed.remember([lines[index] for index in unknown])
         return headers
     record_findings(request, Stage.OUTPUT, found, endpoint)
     enforced = rule.enforced(found)

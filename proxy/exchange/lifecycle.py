@@ -48,6 +48,7 @@ from multidict import CIMultiDict
 
 from proxy.endpoints.chat_request import ChatRequest, conversation_of
 from proxy.errors import Overloaded, UpstreamError, UpstreamTimeout, start_response
+from proxy.exchange.envelope_check import envelope_findings
 from proxy.exchange.header_check import guarded_response_headers
 from proxy.exchange.refusal import StreamContext
 from proxy.exchange.remote_checks import check_input_remote, check_reply_remote
@@ -546,6 +547,8 @@ class Exchange:
                     fingerprint=self.fingerprint,
                     prefill=prefill_of(chat.body),
                 )
+            if not outcome.blocked:
+                self._check_envelope(completion)
             elapsed = time.perf_counter() - started
             metrics.child(metrics.stage_seconds, "output", endpoint).observe(elapsed)
             record_findings(request, Stage.OUTPUT, outcome.findings, endpoint)
@@ -564,6 +567,16 @@ class Exchange:
             ) from None
         self.record_verdict(Stage.OUTPUT, outcome.verdict)
         return CheckedReply(completion, outcome)
+
+    def _check_envelope(self, completion: dict[str, Any]) -> None:
+        """The strings around the answer (``proxy.exchange.envelope_check``): an enforced
+        finding there fails the reply."""
+        found = envelope_findings(self.policy, completion)
+        if not found:
+            return
+        record_findings(self.request, Stage.OUTPUT, found, self.endpoint)
+        if self.policy.enforcement.enforced(found):
+            raise UpstreamError("The upstream sent a reply with flagged text outside its answer")
 
     def stream_guard(
         self,

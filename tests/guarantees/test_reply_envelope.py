@@ -1,0 +1,205 @@
+"""A whole reply's envelope — the strings around its answer — passes the output shields.
+
+An upstream can put text where no answer goes: the reply's ``id``, ``model``,
+``system_fingerprint``, ``service_tier``, a choice's ``finish_reason``, ``usage``, keys of its
+own at any level, a message's ``annotations``, a tool call's ``id``, an audio answer's ``id``,
+a key's very name. A finding the policy enforces there fails the reply (502), and not one byte
+of it reaches the client; a clean envelope goes as it came, every time (its strings are
+remembered once passed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from proxy.serving.server import RunningServer
+from tests.conftest import ProxyFactory
+from tests.support.constants import REPO_ROOT
+from tests.support.fake_upstream import FakeUpstream, Reply, chat_completion, json_bytes
+from tests.support.text_completions import text_completion
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLQ"  # made up, the shape of an AWS access key id
+EMAIL = "jane.doe@example.org"
+PII_POLICY = (REPO_ROOT / "policies" / "pii-redact.yaml").read_text()
+USER = [{"role": "user", "content": "What is the weather like?"}]
+
+
+def openai_like() -> dict[str, Any]:
+    """A reply as OpenAI sends one today: every envelope field a client may read."""
+    reply = chat_completion("Sunny, 21 degrees.")
+    reply.update(
+        id="chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+        model="gpt-4o-2024-08-06",
+        system_fingerprint="fp_7568d46099",
+        service_tier="default",
+        usage={
+            "prompt_tokens": 12,
+            "completion_tokens": 6,
+            "total_tokens": 18,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        },
+    )
+    reply["choices"][0]["message"]["annotations"] = []
+    return reply
+
+
+def with_key(where: str) -> Callable[[dict[str, Any]], None]:
+    def put(reply: dict[str, Any]) -> None:
+        choice = reply["choices"][0]
+        message = choice["message"]
+        if where in ("id", "model", "system_fingerprint", "service_tier"):
+            reply[where] = f"x-{AWS_KEY}"
+        elif where == "finish_reason":
+            choice["finish_reason"] = AWS_KEY
+        elif where == "usage":
+            reply["usage"]["note"] = AWS_KEY
+        elif where == "top-level":
+            reply["debug"] = {"trace": [{"secret": AWS_KEY}]}
+        elif where == "choice":
+            choice["provider"] = {"raw": f"key {AWS_KEY}"}
+        elif where == "key-name":
+            reply[AWS_KEY] = 1
+        elif where == "annotation":
+            message["annotations"] = [
+                {
+                    "type": "url_citation",
+                    "url_citation": {
+                        "url": f"https://evil.example/?k={AWS_KEY}",
+                        "title": "weather",
+                        "start_index": 0,
+                        "end_index": 5,
+                    },
+                }
+            ]
+        elif where == "tool-call-id":
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{AWS_KEY}",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ]
+        else:
+            assert where == "audio-id"
+            message["audio"] = {"id": AWS_KEY, "data": "", "transcript": "Sunny.", "expires_at": 1}
+
+    return put
+
+
+PLACES = [
+    "id",
+    "model",
+    "system_fingerprint",
+    "service_tier",
+    "finish_reason",
+    "usage",
+    "top-level",
+    "choice",
+    "key-name",
+    "annotation",
+    "tool-call-id",
+    "audio-id",
+]
+
+
+async def ask(
+    http: aiohttp.ClientSession,
+    proxy: RunningServer,
+    path: str = "chat/completions",
+    body: dict[str, Any] | None = None,
+) -> tuple[int, bytes]:
+    payload = body or {"model": "m", "messages": USER}
+    async with asyncio.timeout(8), http.post(f"{proxy.url}/v1/{path}", json=payload) as resp:
+        return resp.status, await resp.read()
+
+
+@pytest.mark.parametrize("where", PLACES)
+async def test_a_secret_in_the_envelope_fails_the_reply(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, where: str
+) -> None:
+    reply = openai_like()
+    with_key(where)(reply)
+    upstream.enqueue(Reply(body=json_bytes(reply)))
+    body: dict[str, Any] = {"model": "m", "messages": USER}
+    if where == "tool-call-id":
+        body["tools"] = [{"type": "function", "function": {"name": "get_weather"}}]
+
+    status, raw = await ask(http, await make_proxy(), body=body)
+
+    assert status == 502, raw
+    assert json.loads(raw)["error"]["code"] == "upstream_error"
+    assert AWS_KEY.encode() not in raw
+
+
+async def test_a_clean_envelope_goes_as_it_came_every_time(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    for n in range(3):
+        reply = openai_like()
+        reply["id"] = f"chatcmpl-{n}B9MHDbslfkBeAs8l4bebGdF"
+        sent = json_bytes(reply)
+        upstream.enqueue(Reply(body=sent))
+        status, raw = await ask(http, proxy)
+        assert status == 200 and raw == sent
+
+
+async def test_a_flagged_envelope_string_is_never_remembered_as_passed(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    for _ in range(3):
+        reply = openai_like()
+        reply["model"] = AWS_KEY
+        upstream.enqueue(Reply(body=json_bytes(reply)))
+        status, raw = await ask(http, proxy)
+        assert status == 502 and AWS_KEY.encode() not in raw
+
+
+async def test_a_redacting_policy_fails_an_envelope_it_would_redact(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    reply = openai_like()
+    reply["service_tier"] = f"owner {EMAIL}"
+    upstream.enqueue(Reply(body=json_bytes(reply)))
+
+    status, raw = await ask(http, await make_proxy(PII_POLICY))
+
+    assert status == 502 and EMAIL.encode() not in raw
+
+
+async def test_a_legacy_completion_envelope_is_read_too(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    reply = text_completion(" sunny.")
+    clean = json_bytes(reply)
+    flagged = copy.deepcopy(reply)
+    flagged["id"] = f"cmpl-{AWS_KEY}"
+    upstream.enqueue(Reply(body=clean))
+    upstream.enqueue(Reply(body=json_bytes(flagged)))
+    proxy = await make_proxy()
+    body = {"model": "m", "prompt": "The weather is"}
+
+    assert await ask(http, proxy, "completions", body) == (200, clean)
+    status, raw = await ask(http, proxy, "completions", body)
+    assert status == 502 and AWS_KEY.encode() not in raw
+
+
+async def test_monitor_mode_relays_the_envelope(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    reply = openai_like()
+    reply["service_tier"] = EMAIL
+    sent = json_bytes(reply)
+    upstream.enqueue(Reply(body=sent))
+    monitor = PII_POLICY.replace("version: 1\n", "version: 1\nmode: monitor\n")
+
+    assert await ask(http, await make_proxy(monitor)) == (200, sent)
