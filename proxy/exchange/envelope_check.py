@@ -50,14 +50,15 @@ def envelope_strings(reply: dict[str, Any]) -> list[str]:
 def _choice_strings(choice: dict[str, Any], strings: list[str]) -> None:
     for key, value in choice.items():
         strings.append(key)
-        if key == "message" and isinstance(value, dict):
+        if key in ("message", "delta") and isinstance(value, dict):
             _message_strings(value, strings)
         elif key not in _ANSWER_KEYS:
             _all_strings(value, strings)
 
 
 def _message_strings(message: dict[str, Any], strings: list[str]) -> None:
-    """What of a message no reader reads (any other key holding text fails the reply)."""
+    """What of a message (or a stream's delta) no reader reads (any other key holding text
+    fails the reply)."""
     for key in ("role", "annotations"):
         if key in message:
             _all_strings(message[key], strings)

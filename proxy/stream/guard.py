@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proxy.errors import error_body
+from proxy.exchange.envelope_check import envelope_strings
 from proxy.exchange.refusal import StreamContext, content_filter_error, refusal_stream, stream_error
 from proxy.stream.remote_checks import RemoteContext, RemoteStreamChecks
 from proxy.stream.runs import EventRun, EventTemplate, learn_template
@@ -88,6 +89,8 @@ _NO_TASKS: set[asyncio.Task[list[Finding]]] = set()
 # Times a stream may learn the shape of its events anew (``proxy/stream/runs.py``): an upstream
 # whose events all differ (a per-event nonce) stops costing the attempts after a few.
 _MAX_TEMPLATES = 8
+# Envelope strings a stream remembers as passed: its id, model and keys, and room to spare.
+_MAX_ENVELOPE_STRINGS = 1024
 # A read shorter than this many events is taken event by event: a run's fixed cost (a few
 # C calls and objects) exceeds the per-event path's below ~4 events.
 _RUN_EVENTS = 4
@@ -267,6 +270,8 @@ class StreamGuard:
         self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
         self._decided = False  # a held name was decided since the last flush()
         self._template: EventTemplate | None = None
+        # Envelope strings this stream's events passed (``_check_envelope``).
+        self._envelope_passed: set[str] = {""}
         self._templates_left = _MAX_TEMPLATES
         self.state = GuardState.OPEN
         self.findings: list[Finding] = []
@@ -529,6 +534,7 @@ class StreamGuard:
             # whatever comes beside it (``choices`` too) belongs to an error: the stream ends
             # with the proxy's own error instead.
             raise _UpstreamReported()
+        self._check_envelope(chunk, item.raw)
         choices = chunk.get("choices")
         if choices is None:
             return  # usage chunk, or a field we do not know: no text
@@ -600,6 +606,32 @@ class StreamGuard:
                         if names:
                             item.names += tuple(call for call, _ in names)
                             self._check_names([name for _, name in names])
+
+    def _check_envelope(self, chunk: dict[str, Any], raw: bytes | memoryview) -> None:
+        """An event's envelope (``proxy.exchange.envelope_check``: its id, model, a choice's
+        finish reason, keys an upstream adds...) through the output shields: an enforced
+        finding fails the stream. An event of the learned shape has the envelope of the event
+        it was learned from, read then; the strings this stream's events repeat (its id, its
+        model) are read once."""
+        template = self._template
+        if template is not None:
+            whole = raw if type(raw) is bytes else bytes(raw)
+            if whole.startswith(template.head) and whole.endswith(template.tail):
+                return
+        passed = self._envelope_passed
+        new = [text for text in dict.fromkeys(envelope_strings(chunk)) if text not in passed]
+        if not new:
+            return
+        found = check_text(self._shields, "\n".join(new), fail_closed=self._rule.fail_closed)
+        if not found:
+            if len(passed) < _MAX_ENVELOPE_STRINGS:
+                passed.update(new)
+            return
+        if self._on_finding is not None:
+            for finding in found:
+                self._on_finding(finding)
+        if self._rule.enforced(found):
+            raise MalformedReply("an event carries flagged text outside its answer")
 
     def _check_names(self, names: list[str]) -> None:
         """Tool-call names, each whole as the client now holds it: a name comes whole in its

@@ -21,8 +21,16 @@ import pytest
 
 from proxy.serving.server import RunningServer
 from tests.conftest import ProxyFactory
-from tests.support.constants import REPO_ROOT
-from tests.support.fake_upstream import FakeUpstream, Reply, chat_completion, json_bytes
+from tests.support.constants import DONE, REPO_ROOT
+from tests.support.fake_upstream import (
+    FakeUpstream,
+    Reply,
+    chat_completion,
+    chunk,
+    json_bytes,
+    sse,
+    usage_chunk,
+)
 from tests.support.text_completions import text_completion
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLQ"  # made up, the shape of an AWS access key id
@@ -203,3 +211,117 @@ async def test_monitor_mode_relays_the_envelope(
     monitor = PII_POLICY.replace("version: 1\n", "version: 1\nmode: monitor\n")
 
     assert await ask(http, await make_proxy(monitor)) == (200, sent)
+
+
+# ---- streams ---------------------------------------------------------------------------------
+
+TOKENS = ["Sunny", ",", " 21", " degrees", "."]
+
+
+def stream_of(*, last: dict[str, Any] | None = None, **fields: Any) -> bytes:
+    """A chat stream of ``TOKENS``, each chunk built with ``fields`` (``id``, ``model``,
+    ``extra``), then ``last`` (a chunk of its own) if given, then the end."""
+    events: list[dict[str, Any]] = [chunk({"role": "assistant", "content": ""}, **fields)]
+    events += [chunk({"content": token}, **fields) for token in TOKENS]
+    events.append(chunk({}, finish_reason="stop", **fields))
+    if last is not None:
+        events.append(last)
+    return sse(*events)
+
+
+def assert_failed_without(raw: bytes, secret: str = AWS_KEY) -> None:
+    assert secret.encode() not in raw
+    assert raw.endswith(DONE) and b"upstream_error" in raw, raw[-300:]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"id": f"chatcmpl-{AWS_KEY}"},
+        {"model": AWS_KEY},
+        {"extra": {"system_fingerprint": f"fp_{AWS_KEY}"}},
+        {"extra": {"debug": {"k": AWS_KEY}}},
+    ],
+    ids=["id", "model", "fingerprint", "extra"],
+)
+async def test_a_secret_in_every_chunks_envelope_fails_the_stream_before_any_text(
+    upstream: FakeUpstream,
+    make_proxy: ProxyFactory,
+    http: aiohttp.ClientSession,
+    fields: dict[str, Any],
+) -> None:
+    upstream.enqueue(Reply(body=stream_of(**fields)))
+
+    status, raw = await ask(
+        http, await make_proxy(), body={"model": "m", "messages": USER, "stream": True}
+    )
+
+    assert status == 200
+    assert_failed_without(raw)
+    assert b"Sunny" not in raw  # the first event already carried it
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        chunk({}, finish_reason=f"stop {AWS_KEY}"),
+        {**usage_chunk(), "usage": {"note": AWS_KEY, "total_tokens": 3}},
+        chunk({"role": "assistant"}, extra={"service_tier": AWS_KEY}),
+    ],
+    ids=["finish-reason", "usage", "service-tier"],
+)
+async def test_a_secret_in_one_late_chunks_envelope_fails_the_stream(
+    upstream: FakeUpstream,
+    make_proxy: ProxyFactory,
+    http: aiohttp.ClientSession,
+    last: dict[str, Any],
+) -> None:
+    upstream.enqueue(Reply(body=stream_of(last=last)))
+
+    status, raw = await ask(
+        http, await make_proxy(), body={"model": "m", "messages": USER, "stream": True}
+    )
+
+    assert status == 200
+    assert_failed_without(raw)
+
+
+async def test_a_tool_call_id_in_a_stream_is_read(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    call = {
+        "index": 0,
+        "id": f"call_{AWS_KEY}",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": "{}"},
+    }
+    upstream.enqueue(
+        Reply(
+            body=sse(
+                chunk({"role": "assistant", "tool_calls": [call]}),
+                chunk({}, finish_reason="tool_calls"),
+            )
+        )
+    )
+    body = {
+        "model": "m",
+        "messages": USER,
+        "stream": True,
+        "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+    }
+
+    status, raw = await ask(http, await make_proxy(), body=body)
+
+    assert status == 200
+    assert_failed_without(raw)
+
+
+async def test_a_clean_stream_goes_as_it_came(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession
+) -> None:
+    proxy = await make_proxy()
+    for n in range(2):
+        sent = stream_of(id=f"chatcmpl-{n}x9", extra={"system_fingerprint": "fp_7568d46099"})
+        upstream.enqueue(Reply(body=sent))
+        status, raw = await ask(http, proxy, body={"model": "m", "messages": USER, "stream": True})
+        assert status == 200 and raw == sent
