@@ -133,8 +133,9 @@ def textless_reply_findings(
     embeddings reply's ``model``, whatever else a server adds. Every string literal of the body
     as sent (keys and values, a repeated key's every copy, whichever one the client's parser
     keeps) is read, decoded from its JSON escapes, as one text, as an error body's strings are.
-    Only vectors are not text: with ``vectors``, the string value of an ``embedding`` key (the
-    base64 of a vector's floats, which SDKs decode to numbers). A body that is not one JSON
+    Only vectors are not text: with ``vectors``, a ``data[i].embedding`` string that is base64
+    of whole 4-byte floats (what SDKs decode to numbers); any other string, an ``embedding`` key
+    elsewhere included, is read. A body that is not one JSON
     object cannot be read as the client's SDK will read it (a byte-order mark, UTF-16, a bare
     list, plain text): MalformedReply (fail closed).
     """
@@ -148,6 +149,7 @@ def textless_reply_findings(
     if not shields:
         return []
     texts: list[str] = []
+    vector_texts = _vector_texts(parsed) if vectors else frozenset()
     after_vector_key = -1  # where the last ``"embedding"`` literal ended, if it was the last
     for match in _STRING_LITERAL.finditer(body):
         literal = match.group()
@@ -158,7 +160,11 @@ def textless_reply_findings(
             and _is_colon(body, after_vector_key, between)
         ):
             after_vector_key = -1
-            continue  # a vector's base64
+            text = _literal_text(literal)
+            if text in vector_texts:
+                continue  # a vector's base64
+            texts.append(text)
+            continue
         after_vector_key = match.end() if vectors and literal == b'"embedding"' else -1
         texts.append(_literal_text(literal))
     return check_text(shields, "\n".join(texts), fail_closed=policy.enforcement.fail_closed)
@@ -191,6 +197,27 @@ async def check_textless_reply(
 # ever open one. A pass in C over the body (~1 ms for 3 MB of embeddings).
 _STRING_LITERAL = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NEAR = 16  # bytes between a key and its value's literal: ``:`` and whitespace
+
+
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _vector_texts(parsed: dict[str, Any]) -> frozenset[str]:
+    """The ``data[i].embedding`` strings that are base64 of whole 4-byte floats."""
+    data = parsed.get("data")
+    if not isinstance(data, list):
+        return frozenset()
+    found = set()
+    for item in data:
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if isinstance(vector, str) and _BASE64.fullmatch(vector) and _whole_floats(vector):
+            found.add(vector)
+    return frozenset(found)
+
+
+def _whole_floats(encoded: str) -> bool:
+    size = len(encoded) // 4 * 3 - encoded.count("=")
+    return size % 4 == 0
 
 
 def _is_colon(body: bytes, start: int, length: int) -> bool:

@@ -610,14 +610,13 @@ class StreamGuard:
     def _check_envelope(self, chunk: dict[str, Any], raw: bytes | memoryview) -> None:
         """An event's envelope (``proxy.exchange.envelope_check``: its id, model, a choice's
         finish reason, keys an upstream adds...) through the output shields: an enforced
-        finding fails the stream. An event of the learned shape has the envelope of the event
-        it was learned from, read then; the strings this stream's events repeat (its id, its
+        finding fails the stream. An event of the learned shape (the template's bytes around
+        one valid string body: ``EventTemplate.holds``) has the envelope of the event it was
+        learned from, read then; the strings this stream's events repeat (its id, its
         model) are read once."""
         template = self._template
-        if template is not None:
-            whole = raw if type(raw) is bytes else bytes(raw)
-            if whole.startswith(template.head) and whole.endswith(template.tail):
-                return
+        if template is not None and template.holds(raw if type(raw) is bytes else bytes(raw)):
+            return
         passed = self._envelope_passed
         new = [text for text in dict.fromkeys(envelope_strings(chunk)) if text not in passed]
         if not new:

@@ -154,6 +154,14 @@ class EventTemplate:
         """An event's length without its string body."""
         return len(_DATA) + len(self.prefix) + len(self.suffix) + len(_END)
 
+    def holds(self, raw: bytes) -> bool:
+        """Whether ``raw`` is one event of this template: its head, one valid string body, its
+        tail — so that every byte but the body's is the template's."""
+        head, tail = self.head, self.tail
+        if len(raw) < len(head) + len(tail) or not raw.startswith(head):
+            return False
+        return raw.endswith(tail) and _decode_run(raw[len(head) : -len(tail)], 1) is not None
+
     def take_run(self, data: bytes) -> EventRun | None:
         """The run of this template's events that ``data`` starts with, if it has one.
 

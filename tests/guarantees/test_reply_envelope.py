@@ -325,3 +325,56 @@ async def test_a_clean_stream_goes_as_it_came(
         upstream.enqueue(Reply(body=sent))
         status, raw = await ask(http, proxy, body={"model": "m", "messages": USER, "stream": True})
         assert status == 200 and raw == sent
+
+
+@pytest.mark.parametrize("per_read", [False, True], ids=["one-read", "event-per-read"])
+async def test_an_event_of_the_learned_shape_with_keys_smuggled_into_its_text_is_read(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, per_read: bool
+) -> None:
+    # Clean events teach the guard their shape (the bytes around the text); then an event with
+    # the same bytes around a "text" that closes the string and adds keys of its own.
+    def event(text: bytes) -> bytes:
+        return (
+            b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
+            b'"choices":[{"index":0,"delta":{"content":"' + text + b'"},"finish_reason":null}]}\n\n'
+        )
+
+    smuggled = b'hi","annotations":["' + AWS_KEY.encode() + b'"],"refusal":"'
+    events = [event(b"Hel"), event(b"lo"), event(b" there"), event(smuggled), event(b"!")]
+    events.append(b"data: [DONE]\n\n")
+    reply = Reply(chunks=events) if per_read else Reply(body=b"".join(events))
+    reply.headers = {"Content-Type": "text/event-stream"}
+    upstream.enqueue(reply)
+
+    status, raw = await ask(
+        http, await make_proxy(), body={"model": "m", "messages": USER, "stream": True}
+    )
+
+    assert status == 200
+    assert_failed_without(raw)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_secret_in_logprobs_fails_the_reply(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, stream: bool
+) -> None:
+    entry = {"token": AWS_KEY, "logprob": -0.1, "bytes": None, "top_logprobs": []}
+    logprobs = {"content": [entry], "refusal": None}
+    if stream:
+        first = chunk({"role": "assistant", "content": "Sunny"})
+        first["choices"][0]["logprobs"] = logprobs
+        upstream.enqueue(Reply(body=sse(first, chunk({}, finish_reason="stop"))))
+    else:
+        reply = openai_like()
+        reply["choices"][0]["logprobs"] = logprobs
+        upstream.enqueue(Reply(body=json_bytes(reply)))
+
+    status, raw = await ask(
+        http, await make_proxy(), body={"model": "m", "messages": USER, "stream": stream}
+    )
+
+    if stream:
+        assert status == 200
+        assert_failed_without(raw)
+    else:
+        assert status == 502 and AWS_KEY.encode() not in raw

@@ -327,10 +327,26 @@ async def test_a_model_list_that_cannot_be_read_as_its_client_reads_it_is_a_502(
         {**EMBEDDING, "note": f"key {AWS_KEY}"},
         {**EMBEDDING, "data": [{**EMBEDDING["data"][0], "text": {"nested": AWS_KEY}}]},
         {**EMBEDDING, AWS_KEY: 1},
-        # The value of a top-level ``embedding`` key is not a vector of ``data``'s: read too.
+        # Only base64 of whole floats at ``data[i].embedding`` is a vector, nothing else.
         {**EMBEDDING, "model": "m", "embeddings": [AWS_KEY]},
+        {**EMBEDDING, "embedding": AWS_KEY},
+        {**EMBEDDING, "usage": {"embedding": AWS_KEY}},
+        {**EMBEDDING, "data": [{**EMBEDDING["data"][0], "x": {"embedding": AWS_KEY}}]},
+        {**EMBEDDING, "data": [{"object": "embedding", "index": 0, "embedding": AWS_KEY}]},
+        {**EMBEDDING, "data": [{"object": "embedding", "index": 0, "embedding": f"a {AWS_KEY}"}]},
     ],
-    ids=["model", "extra-key", "nested", "key-name", "near-vector"],
+    ids=[
+        "model",
+        "extra-key",
+        "nested",
+        "key-name",
+        "near-vector",
+        "top-level-embedding",
+        "usage-embedding",
+        "nested-embedding",
+        "vector-not-floats",
+        "vector-not-base64",
+    ],
 )
 async def test_an_embeddings_reply_with_a_secret_outside_its_vectors_is_a_502(
     upstream: FakeUpstream,
@@ -369,7 +385,7 @@ async def test_vectors_are_not_read_as_text_and_go_as_they_came(
     floats = [rng.uniform(-0.1, 0.1) for _ in range(256)]
     encoded = base64.b64encode(struct.pack("256f", *floats)).decode()
     proxy = await make_proxy((REPO_ROOT / "policies" / "strict.yaml").read_text())
-    for vector in (encoded, floats, AWS_KEY):  # the key where a vector goes: decoded as floats
+    for vector in (encoded, floats):
         reply = {**EMBEDDING, "data": [{"object": "embedding", "index": 0, "embedding": vector}]}
         sent = json_bytes(reply)
         upstream.enqueue(Reply(body=sent))
