@@ -167,6 +167,7 @@ class PiiScanner(Scanner):
         "_pos",
         "_tail_before",
         "_tail_run",
+        "_tail_track",
         "_track",
         "_tried",
         "open_at",
@@ -185,6 +186,7 @@ class PiiScanner(Scanner):
         self._tried = -1  # the last start tried (two digit runs can share a start)
         self._normalizer = StreamNormalizer()  # the text's, during a scan
         self._track = False
+        self._tail_track = False  # tracked, with e-mail addresses in use (``_tail_run``)
         self.open_at = NOTHING_OPEN
         # The run of local-part characters at the end of ``_buf`` (at most ``_LOCAL_TAIL``)
         # and the character before it ("" at the start of the text), as ``_local_open`` last
@@ -200,6 +202,7 @@ class PiiScanner(Scanner):
 
     def track_open(self) -> Sequence[OpenAt]:
         self._track = True
+        self._tail_track = bool(self._plan.at_sign)
         return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
@@ -208,8 +211,8 @@ class PiiScanner(Scanner):
             return []
         end = self._base + len(self._buf)
         self._buf += text
-        track = self._track
-        if track and self._plan.at_sign:
+        run = -1
+        if self._tail_track:
             # The run of local-part characters at the end of the text, kept as it grows (a
             # fact about the text alone, whatever a scan decides): the new text's own, or the
             # last one grown by all of it; -1 when not known (non-ASCII text: ``_local_open``
@@ -217,10 +220,15 @@ class PiiScanner(Scanner):
             if text.isascii():
                 kept = text.rstrip(_LOCAL_ASCII)
                 if kept:
-                    self._tail_run, self._tail_before = len(text) - len(kept), kept[-1]
-                elif self._tail_run >= 0:
-                    run = self._tail_run + len(text)
-                    self._tail_run = run if run < _LOCAL_TAIL else _LOCAL_TAIL
+                    run = len(text) - len(kept)
+                    self._tail_run, self._tail_before = run, kept[-1]
+                else:
+                    run = self._tail_run
+                    if run >= 0:
+                        run += len(text)
+                        if run > _LOCAL_TAIL:
+                            run = _LOCAL_TAIL
+                        self._tail_run = run
             else:
                 self._tail_run = -1
         if (
@@ -234,11 +242,10 @@ class PiiScanner(Scanner):
             if len(self._buf) > 4 * _KEEP_BEFORE:  # keep the copy in ``+=`` above short
                 self._buf = self._buf[-_KEEP_BEFORE:]
                 self._base = end - _KEEP_BEFORE
-            if track:
+            if self._track:
                 # ``_open_tracked``'s usual answer, inlined (this runs once per token): in
                 # prose, the local-part run at the end of the text.
-                run = self._tail_run
-                if run >= 0 and self._plan.at_sign:
+                if run >= 0:
                     before = self._tail_before
                     # ``_local_run_holds_most``, inlined.
                     if (
@@ -252,7 +259,7 @@ class PiiScanner(Scanner):
                 self.open_at = self._open_tracked(end)
             return []
         found = self._scan(chunk.normalizer)
-        if track:
+        if self._track:
             self.open_at = self._open_tracked(self._base + len(self._buf))
         return found
 
