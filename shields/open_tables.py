@@ -46,15 +46,18 @@ class OpenTables:
     as many steps, all forgotten when either is full, and at most half as many runs, forgotten
     alone when full (a few MB at most, whatever the text: a run costs ~150 bytes)."""
 
-    __slots__ = ("capacity", "run_capacity", "runs", "states", "steps")
+    __slots__ = ("capacity", "run_capacity", "run_states", "runs", "states", "steps")
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.run_capacity = max(capacity // 2, 1)
         self.states: dict[str, State] = {}
         self.steps = 0
-        # Every run remembered, with the state it leaves from: forgotten together.
-        self.runs: list[tuple[State, str]] = []
+        # Every run remembered, and the state it leaves from, in two lists: a pair per run
+        # would be a new object for the garbage collector to track, and a stream makes
+        # thousands (each survivor brings the next full collection of the heap nearer).
+        self.runs: list[str] = []
+        self.run_states: list[State] = []
 
     def state(self, key: str, held: int) -> State:
         """The state of ``key``, which holds ``held`` characters."""
@@ -80,11 +83,13 @@ class OpenTables:
         ``state`` is remembered) leads from ``state`` to ``after``."""
         runs = self.runs
         if len(runs) >= self.run_capacity:
-            for start, run in runs:
+            for start, run in zip(self.run_states, runs, strict=True):
                 start.pop(run, None)  # gone already if its state was emptied meanwhile
             runs.clear()
+            self.run_states.clear()
         state[text] = after
-        runs.append((state, text))
+        runs.append(text)
+        self.run_states.append(state)
 
     def clear(self) -> None:
         # Emptied, not only dropped: a scanner holds its state, whose steps would keep every
@@ -94,3 +99,4 @@ class OpenTables:
         self.states.clear()
         self.steps = 0
         self.runs.clear()
+        self.run_states.clear()
