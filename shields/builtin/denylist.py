@@ -72,7 +72,7 @@ from shields.normalize import (
     fold_ascii,
     normalize,
 )
-from shields.open_tables import RUN_CHARS, OpenTables, State
+from shields.open_tables import OpenTables, State
 from shields.registry import register
 from shields.screen import WholeText
 from shields.spaced import MAX_GAP, SpacedView, spaced_span
@@ -654,18 +654,12 @@ class _KeyScanner:
                 # Tracked: the remembered steps through the piece. A step into a state where a
                 # key ends is never remembered (``_learn``), so when every step is known no key
                 # ends in the piece, and the automaton need not run.
-                held = self._state
-                state = held.get(piece)  # the token as a run (``OpenTables.remember_run``)
-                if state is None:
-                    state = held
-                    try:
-                        for char in piece:
-                            state = state[char]
-                    except KeyError:
-                        state = None
-                    else:
-                        if 1 < size <= RUN_CHARS:
-                            keys.tables.remember_run(held, piece, state)
+                state = self._state
+                try:
+                    for char in piece:
+                        state = state[char]
+                except KeyError:
+                    state = None
             if state is None:
                 # The tail holds the longest key: every occurrence ending in the new text is
                 # found; those ending inside the tail were reported by the previous chunk.

@@ -81,7 +81,7 @@ from shields.builtin.secrets_rules import (
 )
 from shields.builtin.secrets_vendors import VENDOR_TOKEN_RULES
 from shields.normalize import StreamNormalizer
-from shields.open_tables import RUN_CHARS, OpenTables, State
+from shields.open_tables import OpenTables, State
 from shields.registry import register
 from shields.screen import WholeText
 from shields.spec import ShieldSpecBase
@@ -720,22 +720,13 @@ class _SecretsScanner(Scanner):
             # steps (see there), and nothing else. Every position before the open candidate
             # is decided (no match starts there, now or ever) and the text from it on is the
             # key's: nothing is buffered, and nothing is searched, until a step is not known.
-            first = self._state
-            state = first.get(raw)  # the token as a run (``OpenTables.remember_run``)
-            if state is None:
-                state = first
-                try:
-                    for char in raw:
-                        state = state[char]
-                except KeyError:
-                    state = None
-                    self._restore()
-                else:
-                    if 1 < len(raw) <= RUN_CHARS:
-                        memos = self._memos
-                        assert memos is not None  # tracked
-                        memos.remember_run(first, raw, state)
-            if state is not None:
+            state = self._state
+            try:
+                for char in raw:
+                    state = state[char]
+            except KeyError:
+                self._restore()
+            else:
                 self._state = state
                 self.open_at = end - state.held  # ``_clear`` too, from now on (``_restore``)
                 return []

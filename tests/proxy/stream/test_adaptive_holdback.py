@@ -371,33 +371,6 @@ def test_secrets_remembered_answers_are_what_a_search_finds(text: str, sizes: li
         assert remembered.safe_end == searched.safe_end, (text, piece)
 
 
-def test_secrets_remembered_runs_answer_as_their_steps() -> None:
-    """A tracked secrets scanner remembers each token's way through remembered steps as one
-    run (``OpenTables.remember_run``): the same tokens again — near-misses, prefixes cut
-    anywhere, a key — hold exactly what a scanner that searches every time holds."""
-    shield = next(
-        s for s in load_policy("policies/default.yaml").output_shields if s.type_name == "secrets"
-    )
-    tables = shield._memos  # type: ignore[attr-defined]
-    text = (
-        "Use sk-learn here; the token is ghp_ or AKIA in docs, sk_live_ keys, xoxb- bots. "
-        "api_key = os.environ['KEY'] and -----BEGIN CERTIFICATE----- is fine. "
-        "key ghp_R8xK2mQ7vL4nT9wB3cZ6yH1jF5sD0aGe8uPq then more prose, sk-ant- and eyJ."
-    )
-    for round_ in range(3):
-        remembered = TextScan((shield,), holdback=DEFAULT.holdback, adaptive=True)
-        searched = TextScan((SECRETS_SEARCHED,), holdback=DEFAULT.holdback, adaptive=True)
-        scanner = searched._scanners[0][1]
-        for piece in chunked(text, [3, 5, 4, 2, 7]):
-            scanner._state = None  # type: ignore[attr-defined]  # nothing remembered
-            found = sorted(map(key, remembered.feed(piece)))
-            assert found == sorted(map(key, searched.feed(piece)))
-            assert remembered.safe_end == searched.safe_end, (round_, piece)
-        assert sorted(map(key, remembered.finish())) == sorted(map(key, searched.finish()))
-        if round_ == 0:
-            assert tables.runs  # the next rounds step by runs
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts(), sizes=chunkings)
 def test_regex_holds_nothing_that_cannot_begin_a_match(text: str, sizes: list[int]) -> None:
