@@ -247,34 +247,38 @@ class TextScan:
             floor = orig_len - self._raw_holdback
             if safe < floor:
                 safe = floor
-            norm_open = norm_len
-            for part in self._norm_tracked:
-                if part.open_at < norm_open:
-                    norm_open = part.open_at
-            for open_from, window in self._norm_asked:
-                at = open_from(norm_len, window)
-                if at < norm_open:
-                    norm_open = at
-            if norm_open < norm_len:
-                floor = norm_len - self._norm_holdback
-                if norm_open < floor:
-                    norm_open = floor
-                # The original character that produced the first held normalized one:
-                # characters the normalizer dropped just before it (a zero-width space)
-                # leave, and may, since no normalized match starts on them. Near the end of
-                # the text, after the last breakpoint, that is ``orig_start`` without its call
-                # and bisection.
-                if norm_open <= 0:
-                    held = 0
-                elif norm_open >= self._bp_norm[-1]:
-                    held = norm_open + self._bp_delta[-1]
-                else:
-                    held = normalizer.orig_start(norm_open)
-                if held < safe:
-                    safe = held
             # Never back: what an earlier scan declared safe stays safe (and may have left).
-            if safe > self.safe_end:
-                self.safe_end = safe
+            # The normalized candidates only lower ``safe``: once it is no further than
+            # ``safe_end`` (a raw scanner still holds what it held), they cannot move it (the
+            # scanners asked are asked still: an answer may keep what the next one starts from).
+            if safe > self.safe_end or self._norm_asked:
+                norm_open = norm_len
+                for part in self._norm_tracked:
+                    if part.open_at < norm_open:
+                        norm_open = part.open_at
+                for open_from, window in self._norm_asked:
+                    at = open_from(norm_len, window)
+                    if at < norm_open:
+                        norm_open = at
+                if norm_open < norm_len:
+                    floor = norm_len - self._norm_holdback
+                    if norm_open < floor:
+                        norm_open = floor
+                    # The original character that produced the first held normalized one:
+                    # characters the normalizer dropped just before it (a zero-width space)
+                    # leave, and may, since no normalized match starts on them. Near the end
+                    # of the text, after the last breakpoint, that is ``orig_start`` without
+                    # its call and bisection.
+                    if norm_open <= 0:
+                        held = 0
+                    elif norm_open >= self._bp_norm[-1]:
+                        held = norm_open + self._bp_delta[-1]
+                    else:
+                        held = normalizer.orig_start(norm_open)
+                    if held < safe:
+                        safe = held
+                if safe > self.safe_end:
+                    self.safe_end = safe
         else:
             # ``_safe_end``, inlined: this runs once per scan.
             safe = normalizer.orig_len - self._raw_holdback

@@ -782,6 +782,10 @@ class StreamGuard:
     def _render(self, item: _Queued) -> bytes | memoryview:
         """The event's bytes as received, unless a redaction overlaps the text it carries or
         it carries the ``logprobs`` or ``audio`` of a choice a redaction touched."""
+        if not self._redacted_choices:
+            # No redaction yet (a channel's spans come with its choice's entry here): the
+            # usual case, once per released event, without the generator below.
+            return item.raw
         touched = any(
             span.start < end and span.end > start
             for channel, start, end in item.segments

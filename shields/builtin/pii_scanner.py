@@ -25,7 +25,9 @@ the two characters of a "+(" lead or a country code, and less the hex-and-colon 
 (``Start.HEX_COLON``); and the run of local-part characters at the end of the text (or before
 an undecided "@"), which a later "@" would make an e-mail address — in prose, the last word.
 The stream guard asks after every token: the scanner keeps the answer in ``open_at`` as it
-feeds (``track_open``), in prose from the last characters of the buffer alone.
+feeds (``track_open``), in prose from the last characters of the buffer alone; the local-part
+run at the end is grown token by token, and what lies before the undecided digit run and "@"
+(text that never changes) is worked out once per place (``_open_tracked``).
 """
 
 from __future__ import annotations
@@ -155,12 +157,17 @@ class PiiScanner(Scanner):
         "_done",
         "_final",
         "_finding",
+        "_lead",
+        "_lead_pos",
+        "_local_at",
+        "_local_at_pos",
         "_n",
         "_normalizer",
         "_plan",
         "_pos",
         "_tail_before",
         "_tail_run",
+        "_tail_track",
         "_track",
         "_tried",
         "open_at",
@@ -179,15 +186,23 @@ class PiiScanner(Scanner):
         self._tried = -1  # the last start tried (two digit runs can share a start)
         self._normalizer = StreamNormalizer()  # the text's, during a scan
         self._track = False
+        self._tail_track = False  # tracked, with e-mail addresses in use (``_tail_run``)
         self.open_at = NOTHING_OPEN
         # The run of local-part characters at the end of ``_buf`` (at most ``_LOCAL_TAIL``)
         # and the character before it ("" at the start of the text), as ``_local_open`` last
         # found them; -1: not known (a scan changed what is undecided since).
         self._tail_run = -1
         self._tail_before = ""
+        # ``open_from``'s answers about the text before a place, which never changes (the
+        # text only grows): the lead and hex-and-colon start before ``_lead_pos`` (the undecided
+        # digit run stays at one place for several feeds), and the local-part run before
+        # ``_local_at_pos`` (an undecided "@"). -1: none known.
+        self._lead_pos = self._local_at_pos = -1
+        self._lead = self._local_at = 0
 
     def track_open(self) -> Sequence[OpenAt]:
         self._track = True
+        self._tail_track = bool(self._plan.at_sign)
         return (self,)
 
     def feed(self, chunk: Chunk) -> list[Finding]:
@@ -196,6 +211,26 @@ class PiiScanner(Scanner):
             return []
         end = self._base + len(self._buf)
         self._buf += text
+        run = -1
+        if self._tail_track:
+            # The run of local-part characters at the end of the text, kept as it grows (a
+            # fact about the text alone, whatever a scan decides): the new text's own, or the
+            # last one grown by all of it; -1 when not known (non-ASCII text: ``_local_open``
+            # works it out from the buffer).
+            if text.isascii():
+                kept = text.rstrip(_LOCAL_ASCII)
+                if kept:
+                    run = len(text) - len(kept)
+                    self._tail_run, self._tail_before = run, kept[-1]
+                else:
+                    run = self._tail_run
+                    if run >= 0:
+                        run += len(text)
+                        if run > _LOCAL_TAIL:
+                            run = _LOCAL_TAIL
+                        self._tail_run = run
+            else:
+                self._tail_run = -1
         if (
             self._pos == end
             and self._at == end
@@ -203,36 +238,29 @@ class PiiScanner(Scanner):
         ):
             # Nothing pending and no digit or "@" in the new text: nothing can be found yet.
             # Streams mostly arrive like this, a few characters at a time.
-            self._pos = self._at = end + len(text)
+            self._pos = self._at = end = end + len(text)
             if len(self._buf) > 4 * _KEEP_BEFORE:  # keep the copy in ``+=`` above short
                 self._buf = self._buf[-_KEEP_BEFORE:]
-                self._base = self._pos - _KEEP_BEFORE
+                self._base = end - _KEEP_BEFORE
             if self._track:
-                # ``open_from`` as it answers in prose (``_local_open``), inlined: this runs
-                # once per token. The run of local-part characters at the end of the text is
-                # the new text's own, or the last one grown by all of it.
-                if self._plan.at_sign and text.isascii():
-                    kept = text.rstrip(_LOCAL_ASCII)
-                    if kept:
-                        run, before = len(text) - len(kept), kept[-1]
-                    elif self._tail_run >= 0:
-                        run, before = self._tail_run + len(text), self._tail_before
-                        if run > _LOCAL_TAIL:
-                            run = _LOCAL_TAIL
-                    else:
-                        self.open_at = self.open_from(self._pos, 0)
+                # ``_open_tracked``'s usual answer, inlined (this runs once per token): in
+                # prose, the local-part run at the end of the text.
+                if run >= 0:
+                    before = self._tail_before
+                    # ``_local_run_holds_most``, inlined.
+                    if (
+                        run > EMAIL_LOCAL_MAX
+                        or not before
+                        or before not in "(:"
+                        or (run > 1 and before == "(")
+                    ):
+                        self.open_at = end - run
                         return []
-                    self._tail_run, self._tail_before = run, before
-                    if run > EMAIL_LOCAL_MAX or not before or before not in "(:":
-                        self.open_at = self._pos - run
-                        return []
-                self._tail_run = -1
-                self.open_at = self.open_from(self._pos, 0)
+                self.open_at = self._open_tracked(end)
             return []
-        self._tail_run = -1
         found = self._scan(chunk.normalizer)
         if self._track:
-            self.open_at = self.open_from(self._base + len(self._buf), 0)
+            self.open_at = self._open_tracked(self._base + len(self._buf))
         return found
 
     def finish(self, normalizer: StreamNormalizer) -> list[Finding]:
@@ -261,13 +289,57 @@ class PiiScanner(Scanner):
             at = min(at, local)
         return at
 
+    def _open_tracked(self, end: int) -> int:
+        """``open_from(end, 0)`` at the end of the text, from what ``feed`` keeps: the
+        local-part run at the end (``_tail_run``), and the answers about the text before the
+        undecided digit run and "@", which stay put for several feeds (``_lead_pos``,
+        ``_local_at_pos``)."""
+        plan = self._plan
+        run = self._tail_run
+        if plan.at_sign and run < 0:
+            return self.open_from(end, 0)  # works the run out (``_local_open``)
+        pos = self._pos
+        if plan.at_sign:
+            at = end - run
+            if pos == end and self._at == end and _local_run_holds_most(run, self._tail_before):
+                return at
+        else:
+            at = end
+        if plan.numeric:
+            # Starts of an undecided digit run, or of one still to come (``_starts``).
+            if pos == self._lead_pos:
+                lead = self._lead
+            else:
+                lead = self._run_start(pos, _LEAD_CHARS, 2)
+                if plan.at_hex_colon:
+                    hex_colon = self._run_start(pos, _HEX_COLON_CHARS, _HEX_COLON_MAX + 1)
+                    if hex_colon < lead:
+                        lead = hex_colon
+                self._lead_pos, self._lead = pos, lead
+            done = self._done
+            if lead < done:
+                lead = done
+            if lead < at:
+                at = lead
+        if plan.at_sign:
+            # The local part before an undecided "@".
+            sign = self._at
+            if sign < end:
+                if sign == self._local_at_pos:
+                    local = self._local_at
+                else:
+                    local = self._local_at = self._local_start(sign)
+                    self._local_at_pos = sign
+                if local < at:
+                    at = local
+        return at
+
     def _local_open(self, end: int) -> int | None:
         """``open_from`` when nothing is undecided (prose), or None for the general case: the
         start of the local-part run at the end of the text, found in C (``str.rstrip`` on an
         ASCII tail, else ``LOCAL_RUN`` on the reversed tail), at most ``_LOCAL_TAIL`` back.
-        The lead ("+(", a country code) and hex-colon runs of the general case hold no more
-        than it unless the character before it is a "(" or a ":" (every other character of
-        theirs is a local-part one): then None."""
+        Unless the lead and hex-and-colon runs of the general case may hold more
+        (``_local_run_holds_most``): then None."""
         buf = self._buf
         tail = buf[-_LOCAL_TAIL:]
         if tail.isascii():
@@ -278,7 +350,7 @@ class PiiScanner(Scanner):
             run = found.end()
         before = buf[-run - 1] if run < len(buf) else ""
         self._tail_run, self._tail_before = run, before
-        if run > EMAIL_LOCAL_MAX or not before or before not in "(:":
+        if _local_run_holds_most(run, before):
             return end - run
         return None
 
@@ -524,6 +596,19 @@ class PiiScanner(Scanner):
                 self._at = base + at
                 return
             i = at + 1
+
+
+def _local_run_holds_most(run: int, before: str) -> bool:
+    """Whether, with nothing undecided, ``open_from`` is the start of the local-part run at the
+    end of the text (``run`` characters, after ``before``; "" at the start of the text).
+
+    The general case also holds the lead of a digit run still to come (the two characters
+    before the end that are lowercase letters, "+" or "(") and its hex-and-colon run. Every
+    character of theirs but "(" and ":" is a local-part one, so they reach no further back than
+    the local-part run unless it comes after a "(" or a ":" — and, after a "(", only when it is
+    shorter than two characters (the lead reaches two back). A run longer than a local part is
+    held whole anyway."""
+    return run > EMAIL_LOCAL_MAX or not before or before not in "(:" or (run > 1 and before == "(")
 
 
 def _position(candidate: Candidate) -> int:

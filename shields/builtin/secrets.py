@@ -501,7 +501,6 @@ class SecretsShield(Shield):
         self._prefix_forming_at: Searcher | None = None
         self._forming: Searcher | None = None
         self._memos: OpenTables | None = None
-        self._match_at: Searcher = searcher(_compile_rules(whole), anchored=True)
         # A veto reports nothing, so nothing need be held where one may start.
         triggers = "|".join(f"(?:{rule.prefix})" for rule in rules if not rule.veto)
         trigger_forming = prefix_pattern(triggers)
@@ -948,8 +947,9 @@ class _SecretsScanner(Scanner):
             # Every match at ``start`` ends before the text does: the decision the scanner
             # will take there once it gets to it (``_take``) can be taken now, and a match
             # it will reject ("AKIAEXAMPLE...", "API_TOKEN=...") holds nothing.
-            match = shield._match_at(buf, start, size)
-            if match[0][0] != -1 and self._match(buf, match[0][0], size) is not None:
+            # ``_match`` asks ``_any_at`` first (no groups: ~1 us) whether any rule matches
+            # there; an anchored search of the rules with their groups costs ~20 us.
+            if self._match(buf, start, size) is not None:
                 return start
             # A prefix and no match ("sk-learn"), or one it will reject: on to the next.
             start = self._first_open(buf, start + 1, size)

@@ -707,6 +707,8 @@ def test_pii_tracked_candidate_goes_back_to_a_lead_or_a_colon() -> None:
     cases = {
         "call (": 5,  # "(" may lead "(07) ..."
         "call (ab": 6,  # the general case: "ab" may still be an IBAN's country code
+        "call (a": 5,  # one letter after "(": the lead "(a" reaches the "("
+        "f(ab": 2,  # a call's argument: the lead reaches no further back than the word
         "see fe80:ab": 4,  # "fe80:ab" may still be an IPv6 address
         "ip a.b:9": 3,  # "a.b:9" too (dots after a colon), though the local-part run is "9"
         "ip ::ffff:1.2": 3,
@@ -718,6 +720,34 @@ def test_pii_tracked_candidate_goes_back_to_a_lead_or_a_colon() -> None:
     for text, start in cases.items():
         steps = tracked_and_asked(PII, list(text), reference=pii_open_by_loops)
         assert steps[-1][1] == steps[-1][2] == start, (text, steps[-1])
+
+
+def test_pii_tracked_candidate_follows_the_text_across_scans_and_runs() -> None:
+    """What a tracked PII scanner keeps between feeds — the local-part run at the end of the
+    text (grown token by token, across the scans that digits and "@" cause), and the lead of
+    the undecided digit run (kept while the run stays undecided) — is never stale: a digit
+    run decided and a new one undecided elsewhere, with and without a lead, a word grown
+    after a scan, and an "@" left undecided, each answered as ``open_from`` answers."""
+    pieces = [
+        "call (07",  # an undecided run after a lead
+        ") 12 ",  # decided
+        "or fe80:ab",  # no digit run undecided; a hex-and-colon run at the end
+        " 4",  # a new undecided run, no lead
+        "5 six",  # decided; a word after the scan
+        "ty",  # the word grows without a scan
+        " x9",  # a digit inside a word, undecided
+        "y me(a",  # a lead of one letter
+        "b jane",
+        ".doe@",  # an "@" that waits for its domain
+        "exa",
+        "mple.org ok",
+    ]
+    steps = tracked_and_asked(PII, pieces, reference=pii_open_by_loops)
+    for fed, tracked, asked in steps:
+        assert tracked == asked, (fed, tracked, asked)
+    # "(07) 12 " may still grow into a phone number (held from its "("), then "fe80:ab" into
+    # an IPv6 address, then the run "4" is undecided.
+    assert [held for _, held, _ in steps][:4] == [5, 5, 16, 24]
 
 
 DECODE = DecodeShield(STRICT.output_shields)
