@@ -9,8 +9,8 @@ a message's ``role`` and ``annotations`` (citations: a URL and a title), a tool 
 and ``type``, an audio answer's ``id`` — and every key's name. An honest server puts no answer
 text there; a hostile one can put anything. They are read as one text, joined by newlines, and
 an enforced finding in them fails the reply (a 502: an envelope has no text to redact, and
-half an envelope is no reply). What the answer's readers already read is left out; a choice's
-``logprobs`` are read here, token by token.
+half an envelope is no reply). What the answer's readers already read, and ``logprobs``, are
+left out.
 
 Most of an envelope repeats from reply to reply (``chat.completion``, the model's name,
 ``stop``, the usage keys), so the strings a policy passed are remembered
@@ -29,10 +29,12 @@ from shields.scan import check_text
 
 __all__ = ["envelope_findings", "envelope_strings"]
 
-# A choice's keys whose strings the output stage reads. Its ``logprobs`` repeat the answer's
-# tokens when the upstream is honest; a hostile one can put anything in them, and clients
-# show them (token by token), so they are read here, each token a string of its own.
-_ANSWER_KEYS = frozenset({"message", "delta", "text"})
+# A choice's keys whose strings the output stage reads, or that repeat them: ``logprobs`` hold
+# the answer's tokens and their alternatives (withheld once a redaction touched the choice).
+# Read here token by token they would fail a reply for the very phrase its text check blocks
+# or redacts, before that check could decide it; a hostile upstream's text in them is a known
+# gap (README, "Not answered").
+_ANSWER_KEYS = frozenset({"message", "delta", "text", "logprobs"})
 
 
 def envelope_strings(reply: dict[str, Any]) -> list[str]:

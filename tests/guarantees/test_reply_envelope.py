@@ -352,29 +352,3 @@ async def test_an_event_of_the_learned_shape_with_keys_smuggled_into_its_text_is
 
     assert status == 200
     assert_failed_without(raw)
-
-
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-async def test_a_secret_in_logprobs_fails_the_reply(
-    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, stream: bool
-) -> None:
-    entry = {"token": AWS_KEY, "logprob": -0.1, "bytes": None, "top_logprobs": []}
-    logprobs = {"content": [entry], "refusal": None}
-    if stream:
-        first = chunk({"role": "assistant", "content": "Sunny"})
-        first["choices"][0]["logprobs"] = logprobs
-        upstream.enqueue(Reply(body=sse(first, chunk({}, finish_reason="stop"))))
-    else:
-        reply = openai_like()
-        reply["choices"][0]["logprobs"] = logprobs
-        upstream.enqueue(Reply(body=json_bytes(reply)))
-
-    status, raw = await ask(
-        http, await make_proxy(), body={"model": "m", "messages": USER, "stream": stream}
-    )
-
-    if stream:
-        assert status == 200
-        assert_failed_without(raw)
-    else:
-        assert status == 502 and AWS_KEY.encode() not in raw
