@@ -185,6 +185,20 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         ends=None,
         tail=f"[{_URLSAFE}]{{1,64}}",
     ),
+    # A long-lived Dropbox token (the short-lived one is ``dropbox_token``, with the other
+    # file-storage tokens below) is 11 characters, ten "A"s, then 43: the rule starts at its fixed
+    # infix (a match may only start at its prefix) and reports the part that is secret, which
+    # the 11 characters before it are not without. Base64 data holds runs of "A" (zero bytes)
+    # too, but not one followed by exactly 43 URL-safe characters of mixed case with digits
+    # and no "+" or "/" that then ends.
+    _token_rule(
+        "dropbox_long_lived_token",
+        "Dropbox long-lived access token (11 characters, AAAAAAAAAA, 43 URL-safe characters)",
+        "AAAAAAAAAA",
+        f"[={_URLSAFE}]{{43}}",
+        _generated("AAAAAAAAAA", 3.5, digit=True, mixed=True),
+        ends="=+/" + _URLSAFE,
+    ),
     _token_rule(
         "rubygems_api_key",
         "RubyGems API key (rubygems_ + 48 hex)",

@@ -193,6 +193,11 @@ FAKES: dict[str, Fake] = {
     "npm_token": _whole(lambda r: "npm_" + rand(r, 36, mixed=True)),
     "pypi_token": _whole(lambda r: "pypi-AgEIcHlwaS5vcmc" + rand(r, 150, B64URL, mixed=True)),
     "rubygems_api_key": _whole(lambda r: "rubygems_" + rand(r, 48, HEX)),
+    # The 11 characters before the infix are not reported: without the rest they are no key.
+    "dropbox_long_lived_token": lambda r: (lambda head, tail: (head + tail, tail))(
+        rand(r, 11, string.ascii_lowercase + string.digits),
+        "A" * 10 + rand(r, 43, B64URL, mixed=True),
+    ),
     "docker_hub_token": _whole(lambda r: "dckr_pat_" + rand(r, 27, B64URL, mixed=True)),
     "atlassian_api_token": _whole(
         lambda r: "ATATT3xFfGF0" + rand(r, 171, B64URL, mixed=True) + "=" + rand(r, 8, HEXU)
