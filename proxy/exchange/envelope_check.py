@@ -62,7 +62,10 @@ def _choice_strings(choice: dict[str, Any], strings: list[str]) -> None:
 
 def _message_strings(message: dict[str, Any], strings: list[str]) -> None:
     """What of a message (or a stream's delta) no reader reads (any other key holding text
-    fails the reply)."""
+    fails the reply): its keys' names (a key holding no text passes), ``role``,
+    ``annotations``, a tool call's ``id``, ``type`` and keys, an audio answer's ``id`` and
+    keys."""
+    strings.extend(message)
     for key in ("role", "annotations"):
         if key in message:
             _all_strings(message[key], strings)
@@ -70,9 +73,11 @@ def _message_strings(message: dict[str, Any], strings: list[str]) -> None:
     if isinstance(calls, list):
         for call in calls:
             if isinstance(call, dict):
+                strings.extend(call)
                 _all_strings([call.get("id"), call.get("type")], strings)
     audio = message.get("audio")
     if isinstance(audio, dict):
+        strings.extend(audio)
         _all_strings(audio.get("id"), strings)
 
 

@@ -352,3 +352,30 @@ async def test_an_event_of_the_learned_shape_with_keys_smuggled_into_its_text_is
 
     assert status == 200
     assert_failed_without(raw)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_secret_as_the_name_of_an_empty_message_key_fails_the_reply(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, stream: bool
+) -> None:
+    # A key holding no text passes the message's readers (LiteLLM's null fields); its name is
+    # upstream text all the same.
+    if stream:
+        upstream.enqueue(
+            Reply(
+                body=sse(
+                    chunk({"content": "Sunny", AWS_KEY: None}), chunk({}, finish_reason="stop")
+                )
+            )
+        )
+    else:
+        reply = openai_like()
+        reply["choices"][0]["message"][AWS_KEY] = None
+        upstream.enqueue(Reply(body=json_bytes(reply)))
+
+    status, raw = await ask(
+        http, await make_proxy(), body={"model": "m", "messages": USER, "stream": stream}
+    )
+
+    assert AWS_KEY.encode() not in raw
+    assert status == 502 or (status == 200 and raw.endswith(DONE) and b"upstream_error" in raw)
