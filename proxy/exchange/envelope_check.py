@@ -23,11 +23,12 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.exchange.passed_texts import passed_texts
-from shields.base import Finding, Stage
+from shields.base import Finding, Shield, Stage
+from shields.openai.reply_check import name_shields
 from shields.policy import CompiledPolicy
 from shields.scan import check_text
 
-__all__ = ["envelope_findings", "envelope_strings"]
+__all__ = ["envelope_findings", "envelope_strings", "outside_answer_shields"]
 
 # A choice's keys whose strings the output stage reads, or that repeat them: ``logprobs`` hold
 # the answer's tokens and their alternatives (withheld once a redaction touched the choice).
@@ -96,10 +97,17 @@ def _all_strings(value: Any, strings: list[str]) -> None:
             stack.extend(item)
 
 
+def outside_answer_shields(policy: CompiledPolicy) -> list[Shield]:
+    """The output shields that read text outside an answer (an envelope, headers, a model
+    list): all but ``length``, which limits the size of an answer's texts, not of the text
+    around them."""
+    return name_shields(policy.shields(Stage.OUTPUT))
+
+
 def envelope_findings(policy: CompiledPolicy, reply: dict[str, Any]) -> list[Finding]:
     """The output findings in ``reply``'s envelope (strings a policy passed before are not
     scanned again)."""
-    shields = policy.shields(Stage.OUTPUT)
+    shields = outside_answer_shields(policy)
     if not shields:
         return []
     passed = passed_texts(policy)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from aiohttp import web
 from multidict import CIMultiDict
 
+from proxy.exchange.envelope_check import outside_answer_shields
 from proxy.exchange.passed_texts import passed_texts
 from proxy.state import policy_for, record_findings
 from proxy.upstream.client import response_headers
@@ -47,7 +48,7 @@ def guarded_response_headers(
     headers = response_headers(upstream)
     if policy is None:
         policy = policy_for(request)
-    shields = policy.shields(Stage.OUTPUT)
+    shields = outside_answer_shields(policy)
     if not shields or not headers:
         return headers
     passed = passed_texts(policy)

@@ -145,7 +145,7 @@ def textless_reply_findings(
         raise MalformedReply(f"the reply is not valid JSON ({exc})") from None
     if not isinstance(parsed, dict):
         raise MalformedReply("the reply is not a JSON object")
-    shields = policy.shields(Stage.OUTPUT)
+    shields = name_shields(policy.shields(Stage.OUTPUT))  # no answer: ``length`` has none
     if not shields:
         return []
     texts: list[str] = []

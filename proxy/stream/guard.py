@@ -270,8 +270,10 @@ class StreamGuard:
         self._unscanned: list[_Channel] = []  # channels with text waiting for flush()
         self._decided = False  # a held name was decided since the last flush()
         self._template: EventTemplate | None = None
-        # Envelope strings this stream's events passed (``_check_envelope``).
+        # Envelope strings this stream's events passed (``_check_envelope``), and the shields
+        # that read them (not ``length``: an envelope is no answer text).
         self._envelope_passed: set[str] = {""}
+        self._envelope_shields = name_shields(self._shields)
         self._templates_left = _MAX_TEMPLATES
         self.state = GuardState.OPEN
         self.findings: list[Finding] = []
@@ -614,6 +616,8 @@ class StreamGuard:
         one valid string body: ``EventTemplate.holds``) has the envelope of the event it was
         learned from, read then; the strings this stream's events repeat (its id, its
         model) are read once."""
+        if not self._envelope_shields:
+            return
         template = self._template
         if template is not None and template.holds(raw if type(raw) is bytes else bytes(raw)):
             return
@@ -621,7 +625,9 @@ class StreamGuard:
         new = [text for text in dict.fromkeys(envelope_strings(chunk)) if text not in passed]
         if not new:
             return
-        found = check_text(self._shields, "\n".join(new), fail_closed=self._rule.fail_closed)
+        found = check_text(
+            self._envelope_shields, "\n".join(new), fail_closed=self._rule.fail_closed
+        )
         if not found:
             if len(passed) < _MAX_ENVELOPE_STRINGS:
                 passed.update(new)

@@ -379,3 +379,32 @@ async def test_a_secret_as_the_name_of_an_empty_message_key_fails_the_reply(
 
     assert AWS_KEY.encode() not in raw
     assert status == 502 or (status == 200 and raw.endswith(DONE) and b"upstream_error" in raw)
+
+
+LENGTH_ONLY = """
+version: 1
+name: short
+output:
+  - {id: short, type: length, max_chars_per_message: 12}
+"""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_length_limit_counts_the_answer_not_its_envelope(
+    upstream: FakeUpstream, make_proxy: ProxyFactory, http: aiohttp.ClientSession, stream: bool
+) -> None:
+    # The envelope and headers run to hundreds of characters; the answer is 6.
+    reply = openai_like()
+    reply["choices"][0]["message"]["content"] = "Sunny."
+    if stream:
+        short = {"role": "assistant", "content": "Sunny."}
+        sent = sse(chunk(short), chunk({}, finish_reason="stop"))
+    else:
+        sent = json_bytes(reply)
+    upstream.enqueue(Reply(body=sent, headers={"X-Request-Trace": "a-long-trace-value-0123"}))
+
+    status, raw = await ask(
+        http, await make_proxy(LENGTH_ONLY), body={"model": "m", "messages": USER, "stream": stream}
+    )
+
+    assert status == 200 and raw == sent
