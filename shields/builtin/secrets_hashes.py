@@ -21,38 +21,31 @@ and the NT hash of an empty password (``31d6cfe0...``), a disabled or blank acco
 
 from __future__ import annotations
 
-from shields.builtin.secrets_rules import ASCENDING, REPEATED, Rule, Thresholds, random_looking
+from shields.builtin.secrets_rules import (
+    Rule,
+    Thresholds,
+    hex_digest,
+    random_looking,
+)
 
 __all__ = ["HASH_RULES"]
 
 _HEX32 = "[0-9A-Fa-f]{32}"
 _EMPTY_LM = "aad3b435b51404eeaad3b435b51404ee"
 _EMPTY_NT = "31d6cfe0d16ae931b73c59d7e0c089c0"
-# A digest's 32 digits use most of the 16 (fewer than 8 in 1 of 10^7 random ones).
-_MIN_DISTINCT_HEX = 8
-
-
-def _digest(value: str) -> bool:
-    """32 hexadecimal digits that read as an MD4/MD5 output, not a mask or a typed run."""
-    value = value.lower()
-    return (
-        len(set(value)) >= _MIN_DISTINCT_HEX
-        and REPEATED.search(value) is None
-        and ASCENDING.search(value) is None
-    )
 
 
 def _dump_hashes(secret: str, _: Thresholds) -> bool:
     """``LM:NT`` of a dump line: an NT hash that is a real password's."""
     lm, _colon, nt = secret.partition(":")
     nt = nt.lower()
-    if nt == _EMPTY_NT or not _digest(nt):
+    if nt == _EMPTY_NT or not hex_digest(nt):
         return False
-    return lm.lower() == _EMPTY_LM or lm.startswith(("*", "NO PASSWORD")) or _digest(lm)
+    return lm.lower() == _EMPTY_LM or lm.startswith(("*", "NO PASSWORD")) or hex_digest(lm)
 
 
 def _nt_hash(secret: str, _: Thresholds) -> bool:
-    return secret.lower() not in (_EMPTY_NT, _EMPTY_LM) and _digest(secret)
+    return secret.lower() not in (_EMPTY_NT, _EMPTY_LM) and hex_digest(secret)
 
 
 def _option_hashes(secret: str, thresholds: Thresholds) -> bool:
@@ -60,12 +53,12 @@ def _option_hashes(secret: str, thresholds: Thresholds) -> bool:
     lm, _colon, nt = secret.rpartition(":")
     if not _nt_hash(nt, thresholds):
         return False
-    return not lm or lm.lower() == _EMPTY_LM or _digest(lm)
+    return not lm or lm.lower() == _EMPTY_LM or hex_digest(lm)
 
 
 def _hex_digest(secret: str, _: Thresholds) -> bool:
     """``*`` + 40 or ``md5`` + 32 hexadecimal digits, the digits a digest's."""
-    return _digest(secret.lstrip("*").removeprefix("md5"))
+    return hex_digest(secret.lstrip("*").removeprefix("md5"))
 
 
 def _postgres_hash(secret: str, thresholds: Thresholds) -> bool:

@@ -23,6 +23,7 @@ __all__ = [
     "Thresholds",
     "Validator",
     "generic_value",
+    "hex_digest",
     "is_name",
     "random_looking",
     "shannon_entropy",
@@ -67,6 +68,20 @@ REPEATED = re.compile(r"(.)\1{5}")  # "aaaaaa", "000000": typed by hand, not gen
 ASCENDING = re.compile(
     r"012345|123456|234567|345678|456789|abcdef|bcdefg|cdefgh|ABCDEF|BCDEFG|CDEFGH", re.IGNORECASE
 )
+
+
+# A digest's hexadecimal digits use most of the 16 (fewer than 8 in 1 of 10^7 of 32 random).
+_MIN_DISTINCT_HEX = 8
+
+
+def hex_digest(value: str) -> bool:
+    """Hexadecimal digits that read as a hash function's output, not a mask or a typed run."""
+    value = value.lower()
+    return (
+        len(set(value)) >= _MIN_DISTINCT_HEX
+        and REPEATED.search(value) is None
+        and ASCENDING.search(value) is None
+    )
 
 
 def random_looking(body: str, min_bits: float) -> bool:

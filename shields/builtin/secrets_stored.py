@@ -23,7 +23,14 @@ import binascii
 import re
 
 from shields.builtin.secrets_config import is_placeholder
-from shields.builtin.secrets_rules import ASCENDING, REPEATED, Rule, Thresholds, random_looking
+from shields.builtin.secrets_rules import (
+    ASCENDING,
+    REPEATED,
+    Rule,
+    Thresholds,
+    hex_digest,
+    random_looking,
+)
 
 __all__ = ["STORED_RULES"]
 
@@ -32,8 +39,6 @@ _MIN_CIPHERTEXT_BYTES = 16
 # Random bytes repeat little: 16 bytes and more hold at least 10 different ones (all but 1 in
 # 10^6 of random ones do); a mask or a typed run does not.
 _MIN_DISTINCT_BYTES = 10
-# A digest's hexadecimal digits use most of the 16 (fewer than 8 in 1 of 10^7 of 32 random).
-_MIN_DISTINCT_HEX = 8
 
 
 def _ciphertext(secret: str, _: Thresholds) -> bool:
@@ -47,18 +52,8 @@ def _ciphertext(secret: str, _: Thresholds) -> bool:
     return len(data) >= _MIN_CIPHERTEXT_BYTES and len(set(data)) >= _MIN_DISTINCT_BYTES
 
 
-def _digest(value: str) -> bool:
-    """Hexadecimal digits that read as a hash function's output, not a mask or a typed run."""
-    value = value.lower()
-    return (
-        len(set(value)) >= _MIN_DISTINCT_HEX
-        and REPEATED.search(value) is None
-        and ASCENDING.search(value) is None
-    )
-
-
 def _key_id(secret: str, _: Thresholds) -> bool:
-    return _digest(secret)
+    return hex_digest(secret)
 
 
 # A file name or a revision after a digest (`git show <sha>:README.md`, `<sha>:Makefile`): one
@@ -71,7 +66,7 @@ def _hash_salt(secret: str, _: Thresholds) -> bool:
     digest, _colon, salt = secret.partition(":")
     if not (digest.islower() or digest.isupper() or digest.isdigit()):
         return False
-    return _digest(digest) and not _FILE_LIKE.fullmatch(salt) and not is_placeholder(salt)
+    return hex_digest(digest) and not _FILE_LIKE.fullmatch(salt) and not is_placeholder(salt)
 
 
 _MIN_CODE_DIGITS = 4
