@@ -277,6 +277,8 @@ _SNAKE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _PROSE = re.compile(r"[A-Za-z]+\?+|[A-Za-z]{2,}(?:[/|][A-Za-z]{2,})+|\(.*")
 # A call chain (`20).configurable_fields(`), a comparison or a member access inside the value
 # (`pKey->default_rc==0`): code, not a literal (base64's "==" only ever ends a value).
+# A validation rule list (Laravel's `'password' => 'required|string|min:8|confirmed'`).
+_RULE_LIST = re.compile(r"[a-z_]+(?::[\w.,-]+)?(?:\|[a-z_]+(?::[\w.,-]+)?)+")
 _CODE = re.compile(r"\)\.|\(\)|[=!]=.|->|&&|\|\|")
 _FLAG = re.compile(r"--?[A-Za-z]")  # `--digest`: the next option of a command line
 # The separator of a comparison, and the quote that opens its literal.
@@ -368,7 +370,7 @@ def _not_a_literal(value: str) -> bool:
     # Prose: a word ending a question ("Passwort angeben?"; "cackle!" may be a password),
     # alternatives ("read/write", "anda|apa"), a parenthesis opened after a key word
     # ("token (pypi-...)").
-    if _PROSE.fullmatch(value):
+    if _PROSE.fullmatch(value) or _RULE_LIST.fullmatch(value):
         return True
     if _VERSION.search(value):
         return True
@@ -408,15 +410,131 @@ def _class_changes(value: str) -> int:
     return sum(a != b for a, b in itertools.pairwise(kinds))
 
 
+# A lower-case word of six letters and more, quoted as a literal for a password key, is a
+# password someone chose (`pwd = "qwertyui"`, `"password": "sunshine"`); unquoted, a word is
+# a name in code (`password=secret_value`), and capitalized, a label (`"password": "Passwort"`).
+_LOWER_WORD = re.compile(r"[a-z]{6,}")
+# Words a password key holds that describe the field instead: a schema's type, a validation
+# rule, a form field's state, a hashing or storage scheme.
+_FIELD_WORDS = frozenset(
+    [
+        "required",
+        "optional",
+        "string",
+        "hidden",
+        "masked",
+        "encrypted",
+        "hashed",
+        "default",
+        "unknown",
+        "invalid",
+        "incorrect",
+        "missing",
+        "confirm",
+        "confirmed",
+        "current",
+        "blank",
+        "disabled",
+        "enabled",
+        "nullable",
+        "readonly",
+        "sensitive",
+        "private",
+        "plaintext",
+        "random",
+        "generated",
+        "prompt",
+        "input",
+        "variable",
+        "value",
+        "field",
+        "keyring",
+        "keychain",
+        "vault",
+        "reset",
+        "expired",
+        "update",
+        "updated",
+        "verify",
+        "mismatch",
+        "strong",
+        "weak",
+        "length",
+        "pattern",
+        "bcrypt",
+        "argon",
+        "sha",
+        "native",
+        "plain",
+        "cleartext",
+        "clear",
+        "environment",
+        "keyword",
+        "number",
+        "integer",
+        "boolean",
+        "object",
+        "unicode",
+        "charfield",
+        "textfield",
+        "secure",
+        "ignore",
+        "ignored",
+        "forgot",
+        "forgotten",
+        "changed",
+        "policy",
+        "username",
+        "login",
+        "account",
+        "anonymous",
+        "public",
+        "guest",
+        "nobody",
+        "system",
+        "server",
+        "client",
+        "local",
+        "remote",
+        "manual",
+        "automatic",
+        "interactive",
+        "stdin",
+        "setting",
+        "settings",
+    ]
+)
+
+
+# Assigned, then quoted: not a list of names (`["login", "password", "encoding"]`) or a code
+# span in prose ("pass `snapshot` to ...").
+_ASSIGNED_QUOTE = re.compile(r"(?:=|:|=>)[ \t]{0,3}\\?[\"']$")
+
+
+def _chosen_word(value: str) -> bool:
+    """A lower-case word of six letters and more that does not describe a password field."""
+    return (
+        _LOWER_WORD.fullmatch(value) is not None
+        and value not in _FIELD_WORDS
+        and _PASSWORD_KEY.fullmatch(value) is None  # the word itself in a language: a label
+    )
+
+
+def _word_password(context: str, value: str) -> bool:
+    return _ASSIGNED_QUOTE.search(context) is not None and _chosen_word(value)
+
+
 def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a password key that is a password someone set."""
     if len(value) < thresholds.min_password_length or _placeholder(value):
         return False
     if not _symbol_literal(value):
         return False
-    if _not_a_literal(value) or _about_a_secret(context):
-        return False
     quoted = _quoted(context)
+    if _about_a_secret(context):
+        return False
+    if _not_a_literal(value) and not _word_password(context, value):
+        return False
     if not quoted and _LITERAL_ONLY.search(context):
         return False
     if _COMPARISON.search(context):
@@ -520,7 +638,10 @@ def _url_password(context: str, value: str, thresholds: Thresholds) -> bool:
     user = context[3:-1]  # the match starts "://" and the password follows "user:"
     if value == user or len(value) < 3 or _placeholder(value):
         return False
-    return not _WORD.fullmatch(value)
+    # A word is a placeholder's shape (`user:pass@`, `admin:Secret@`), unless it is a word
+    # someone chose as a password (`admin:sunshine@`): a URL's user information holds nothing
+    # else.
+    return not _WORD.fullmatch(value) or _chosen_word(value)
 
 
 def _cli_password(context: str, value: str, thresholds: Thresholds) -> bool:
@@ -565,6 +686,12 @@ def _after_user_password(context: str, value: str, thresholds: Thresholds) -> bo
     if len(value) < thresholds.min_password_length or _placeholder(value):
         return False
     return not _not_a_literal(value)
+
+
+def _element_password(context: str, value: str, thresholds: Thresholds) -> bool:
+    """An element's text is a literal: judged as the key's quoted value."""
+    key = context.split("<", 1)[0].strip()
+    return _password_value(f'{key}="', value, thresholds)
 
 
 # The judges the rules of other modules (``secrets_commands``, ``secrets_stored``) share.
@@ -727,6 +854,19 @@ CONFIG_RULES: tuple[Rule, ...] = (
         judge=_quoted_whole(_password_value),
         tail=_KEY_VALUE_TAIL,
         defers_to_prefixes=True,
+    ),
+    Rule(
+        "element_pair_password",
+        "A password as the element after a key element that names it: property lists "
+        "(<key>Password</key><string>...</string>), key/value entries "
+        "(<key>db.password</key><value>...</value>)",
+        # From the key word on: a name's start (`pro_`, `business.`) is found by the search.
+        f"(?i:{PASSWORD_KEYS})[ \\t]{{0,3}}</key>",
+        # The closing tag is not part of the match (each character of a match is one more a
+        # stream holds back): the value must end at a "<".
+        r"\s{0,16}?<(?:string|value)>([^<\s]{1,64})",
+        judge=_element_password,
+        not_followed_by=r"^<",
     ),
     # Before the token keys: `_auth = <base64>` is an npm user:password blob, said so.
     Rule(

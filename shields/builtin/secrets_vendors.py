@@ -725,9 +725,10 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     _token_rule(
         "shopify_token",
         "Shopify token: admin API (shpat_), shared secret (shpss_), custom app (shpca_), "
-        "private app (shppa_)",
+        "private app (shppa_); 32 hex digits, or letters and digits in the longer tokens "
+        "Shopify announced in 2024",
         r"\bshp(?:at|ss|ca|pa)_",
-        "[0-9a-fA-F]{32}",
+        "[0-9a-zA-Z]{32,48}",
         _generated(r"shp[a-z]{2}_", 3.0),
     ),
     _token_rule(

@@ -178,6 +178,9 @@ FAKES: dict[str, Fake] = {
     "config_password": _assigned(
         "DB_PASSWORD={}\n", lambda r: rand(r, 12, ALNUM + "!#%*", mixed=True)
     ),
+    "element_pair_password": _assigned(
+        "<key>Password</key>\n<string>{}</string>", lambda r: rand(r, 12, mixed=True)
+    ),
     "url_credentials": _assigned(
         "postgres://app:{}@db.internal:5432/app", lambda r: rand(r, 16, mixed=True)
     ),

@@ -274,3 +274,53 @@ def test_a_pgpass_line_redacts_the_password_alone(template: str) -> None:
 )
 def test_colon_lines_without_a_password_field_do_not_fire(text: str) -> None:
     assert found(text) == []
+
+
+# -- passwords that are words; key and value as sibling elements ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'password = "{}"',  # Python
+        '{{"password": "{}"}}',  # JSON
+        "$db_pass = '{}';",  # PHP
+        "'password' => '{}',",  # PHP array
+        "DB_PASSWORD='{}'",  # .env, quoted
+        "<key>Password</key>\n\t<string>{}</string>",  # a property list
+        "<entry>\n  <key>business.password</key>\n  <value>{}</value>\n</entry>",
+        "mysql://admin:{}@db.internal:3306/shop",  # a URL's user information
+    ],
+)
+def test_a_lower_case_word_set_as_a_password_is_one(template: str) -> None:
+    text = template.format("sunshine")
+    assert [value for _, value in found(text)] == ["sunshine"]
+    assert "sunshine" not in redacted(text)
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'BasicAuth = namedtuple("BasicAuth", ["login", "password", "encoding"])',  # a list
+        "Pass `snapshot` to boot from a saved sandbox.",  # a code span in prose
+        "password = sunshine_value",  # unquoted: a name in code
+        '"password": "Password",',  # a capitalized label
+        '"password": "required",',  # a schema's word
+        "'password' => 'required|string|min:8|confirmed',",  # a validation rule list
+        '"password": "passwort",',  # the word itself, another language's
+        'password = "short"',  # under six letters
+        "<key>Password</key><string>Password</string>",
+        "<key>password</key>\n<value></value>",
+        "https://user:pass@example.com",  # a placeholder pair
+        "https://user:password@example.com",
+    ],
+)
+def test_words_that_name_or_describe_a_password_are_not_one(text: str) -> None:
+    assert found(text) == []
+
+
+def test_the_longer_shopify_tokens_with_letters_are_found() -> None:
+    token = "shpat_" + rand(38)
+    assert found(f"SHOPIFY_TOKEN={token}") == [("shopify_token", token)]
+    assert found("shpat_access_token_for_the_store_app") == []

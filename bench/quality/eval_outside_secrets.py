@@ -1,0 +1,300 @@
+"""The secrets shield on files no rule was written from: other scanners' test fixtures.
+
+Why
+    ``bench/quality/eval_shields.py`` scores the secrets shield on CredSweeper's samples and
+    gitleaks' rule cases, split in a dev and a held-out half. Rules were chosen looking at the dev
+    half, and the held-out half's per-kind table has been read, so neither half is untouched any
+    more. This script scores the shield on two other projects' labelled fixtures, which no rule of
+    the shield was written from, to say whether the detection holds on files of the same kinds
+    written by other people.
+
+The corpora (read from a git clone at a pinned commit; nothing is copied into this repository)
+    Files that are not UTF-8 text (secretlint's PKCS#12 fixtures) are left out.
+
+    ``secretlint``  github.com/secretlint/secretlint @ ``SECRETLINT_COMMIT`` (MIT): every
+                    ``packages/@secretlint/secretlint-rule-*/test/snapshots/<case>/input*`` of
+                    the rules that read a file's content for credentials (``CONTENT_RULES``:
+                    vendor tokens, basic auth in URLs, database connection strings, private
+                    keys, npm tokens). A case is *positive* when its ``output.json`` (the
+                    findings secretlint's own test asserts) holds a message, else *negative*.
+                    A positive is *caught* when a finding of the shield overlaps a reported
+                    range (``range`` character offsets of the message).
+    ``whispers``    github.com/Skyscanner/whispers @ ``WHISPERS_COMMIT`` (Apache-2.0): the
+                    ``tests/fixtures`` files that ``tests/unit/test_secrets.py``
+                    (``test_detection_by_value``) expects findings in: configuration files in
+                    YAML, JSON, XML, INI, ``.env``, ``.npmrc``, ``.pypirc``, ``pip.conf``,
+                    ``.htpasswd``, AWS credentials, Dockerfiles, JDBC and Spring beans, and
+                    source in seven languages. Count > 0 is positive, count 0 negative;
+                    ``creditcards.yml`` and ``language.html`` are left out (card numbers are
+                    the pii shield's job, HTML comments are not credentials). The fixtures'
+                    secrets are the word "hardcoded" in some form, so this set tests
+                    whether a literal credential assignment is found in every syntax, not
+                    entropy. Whispers gives no positions: a positive is caught when flagged.
+
+    A negative is a file the other tool reports nothing in; some hold look-alikes on purpose
+    (placeholders, an "encrypted" key), others real-looking values the tool allowlists by
+    option, so "negatives flagged" is a flag rate, not a count of false positives.
+
+Halves
+    Each corpus is split like the others (``half`` of ``eval_shields``: the parity of the first
+    byte of sha256 of the case's path). The first run (stop 33) read neither half; any rule chosen
+    after it is chosen from the dev half only, and the held-out half stays the one to quote.
+
+Run: ``python -m bench.quality.eval_outside_secrets --secretlint PATH --whispers PATH`` where each
+PATH is a git clone (a bare one will do) holding the pinned commit. ``--misses`` lists the dev
+half's missed cases by name (never the held-out half's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.quality.eval_shields import SHIELD_YAML, half, one_shield_policy
+from shields.base import Role, Stage
+from shields.evaluate import evaluate
+
+SECRETLINT_COMMIT = "18346ba31b8173d52060b971221ab38c1943def0"
+WHISPERS_COMMIT = "5832bf74dcb127128ba653ed87601c927124b5aa"
+
+# secretlint rules that look for credentials in a file's text. Left out: rules that judge a
+# file's name or path (no-dotenv, no-homedir), comment filtering, user patterns (pattern,
+# example), the Kubernetes "kind: Secret" manifest rule and the presets (copies of the rules).
+CONTENT_RULES = (
+    "1password",
+    "anthropic",
+    "aws",
+    "azure",
+    "basicauth",
+    "cloudflare",
+    "database-connection-string",
+    "databricks",
+    "docker",
+    "figma",
+    "gcp",
+    "github",
+    "gitlab",
+    "grafana",
+    "groq",
+    "hashicorp-vault",
+    "huggingface",
+    "linear",
+    "notion",
+    "npm",
+    "openai",
+    "privatekey",
+    "secp256k1-privatekey",
+    "sendgrid",
+    "shopify",
+    "slack",
+    "stripe",
+    "tailscale",
+    "vercel",
+)
+SECRETLINT_ROOT = "packages/@secretlint"
+
+WHISPERS_TEST = "tests/unit/test_secrets.py"
+WHISPERS_FIXTURES = "tests/fixtures"
+# Fixtures whose expected findings are not credentials: card numbers (the pii shield's job) and
+# HTML comments (whispers' "comments" rule).
+WHISPERS_NOT_SECRETS = frozenset({"creditcards.yml", "language.html"})
+
+
+class CorpusError(Exception):
+    """A clone is missing, lacks the pinned commit or does not hold the expected files."""
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    corpus: str
+    kind: str  # secretlint rule, or the whispers fixture's file type
+    name: str  # path inside the corpus repository
+    text: str
+    positive: bool
+    ranges: tuple[tuple[int, int], ...] = ()  # where the other tool reports its findings
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    case: Case
+    flagged: bool
+    caught: bool
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CorpusError(f"git {' '.join(args[:2])} in {repo} failed: {exc}") from None
+    return done.stdout
+
+
+def _tree(repo: Path, commit: str, under: str) -> list[str]:
+    if _git(repo, "cat-file", "-t", commit).strip() != b"commit":
+        raise CorpusError(f"{repo} does not hold commit {commit}")
+    listing = _git(repo, "ls-tree", "-r", "-z", "--name-only", commit, "--", under)
+    return [name.decode("utf-8") for name in listing.split(b"\0") if name]
+
+
+def _show(repo: Path, commit: str, path: str) -> str | None:
+    """The file's text, or None for a file that is not UTF-8 text (a PKCS#12 archive): the
+    proxy reads text, and a binary's bytes say nothing about that."""
+    data = _git(repo, "show", f"{commit}:{path}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if "\0" in text else text
+
+
+def secretlint_cases(repo: Path) -> list[Case]:
+    cases = []
+    files = _tree(repo, SECRETLINT_COMMIT, SECRETLINT_ROOT)
+    by_dir: dict[str, list[str]] = {}
+    for name in files:
+        parts = name.split("/")
+        if len(parts) == 7 and parts[3:5] == ["test", "snapshots"]:
+            by_dir.setdefault("/".join(parts[:6]), []).append(parts[6])
+    for case_dir, names in sorted(by_dir.items()):
+        rule = case_dir.split("/")[2].removeprefix("secretlint-rule-")
+        inputs = [n for n in names if n.startswith("input")]
+        if rule not in CONTENT_RULES or "output.json" not in names or len(inputs) != 1:
+            continue
+        text = _show(repo, SECRETLINT_COMMIT, f"{case_dir}/{inputs[0]}")
+        output = _show(repo, SECRETLINT_COMMIT, f"{case_dir}/output.json")
+        if text is None or output is None:
+            continue
+        messages = json.loads(output).get("messages", [])
+        ranges = tuple((int(m["range"][0]), int(m["range"][1])) for m in messages)
+        cases.append(Case("secretlint", rule, case_dir, text, bool(messages), ranges))
+    if not cases:
+        raise CorpusError(f"no secretlint snapshots under {SECRETLINT_ROOT} in {repo}")
+    return cases
+
+
+def _whispers_counts(source: str) -> dict[str, int]:
+    """The (fixture, count) pairs of ``test_detection_by_value``'s parametrize list."""
+    header = '("src", "count"),'
+    start = source.index(header) + len(header)
+    end = source.index("def test_detection_by_value")
+    counts = {}
+    for line in source[start:end].splitlines():
+        line = line.strip()
+        if line.startswith('("') and line.endswith("),"):
+            name, count = line[2:-2].split('", ')
+            counts[name] = int(count)
+    return counts
+
+
+def whispers_cases(repo: Path) -> list[Case]:
+    source = _show(repo, WHISPERS_COMMIT, WHISPERS_TEST)
+    if source is None:
+        raise CorpusError(f"{WHISPERS_TEST} in {repo} is not text")
+    counts = _whispers_counts(source)
+    present = set(_tree(repo, WHISPERS_COMMIT, WHISPERS_FIXTURES))
+    cases = []
+    for name, count in sorted(counts.items()):
+        path = f"{WHISPERS_FIXTURES}/{name}"
+        if name in WHISPERS_NOT_SECRETS or path not in present:
+            continue
+        kind = Path(name).suffix.lstrip(".") or Path(name).name
+        text = _show(repo, WHISPERS_COMMIT, path)
+        if text is None:
+            continue
+        cases.append(Case("whispers", kind, path, text, count > 0))
+    if not cases:
+        raise CorpusError(f"no whispers fixtures listed in {WHISPERS_TEST}")
+    return cases
+
+
+def score(cases: Iterable[Case]) -> list[Result]:
+    policy = one_shield_policy("outside-secrets", SHIELD_YAML["secrets"])
+    results = []
+    for case in cases:
+        evaluation = evaluate(policy, Stage.INPUT, [(Role.USER, case.text)])
+        findings = evaluation.texts[0].findings + evaluation.request_findings
+        enforced = [f for f in findings if not f.monitor]
+        flagged = bool(enforced)
+        if case.ranges:
+            caught = any(
+                f.start < end and start < f.end for f in enforced for start, end in case.ranges
+            )
+        else:
+            caught = flagged
+        results.append(Result(case, flagged, caught))
+    return results
+
+
+def _ratio(hit: int, n: int) -> str:
+    return f"{hit}/{n} = {hit / n:.3f}" if n else "—"
+
+
+def report(results: Sequence[Result], misses: bool) -> list[str]:
+    lines = [
+        f"Configuration: `{SHIELD_YAML['secrets']}`; secretlint @ {SECRETLINT_COMMIT[:10]}, "
+        f"whispers @ {WHISPERS_COMMIT[:10]}.",
+        "",
+        "| corpus | half | positives caught | negatives flagged |",
+        "|---|---|---|---|",
+    ]
+    for corpus in ("secretlint", "whispers", "both"):
+        for h in ("dev", "held-out"):
+            mine = [
+                r
+                for r in results
+                if (corpus == "both" or r.case.corpus == corpus) and half(r.case.name) == h
+            ]
+            pos = [r for r in mine if r.case.positive]
+            neg = [r for r in mine if not r.case.positive]
+            lines.append(
+                f"| {corpus} | {h} | {_ratio(sum(r.caught for r in pos), len(pos))} | "
+                f"{_ratio(sum(r.flagged for r in neg), len(neg))} |"
+            )
+    kinds: dict[str, dict[str, list[int]]] = {}
+    for r in results:
+        if r.case.positive:
+            cell = kinds.setdefault(f"{r.case.corpus}/{r.case.kind}", {}).setdefault(
+                half(r.case.name), [0, 0]
+            )
+            cell[0] += r.caught
+            cell[1] += 1
+    lines += ["", "Positives caught per kind:", "", "| kind | dev | held-out |", "|---|---|---|"]
+    for kind in sorted(kinds):
+        cells = [
+            f"{kinds[kind][h][0]}/{kinds[kind][h][1]}" if h in kinds[kind] else ""
+            for h in ("dev", "held-out")
+        ]
+        lines.append(f"| {kind} | {cells[0]} | {cells[1]} |")
+    if misses:
+        lines += ["", "Dev half, positives missed and negatives flagged:", ""]
+        for r in results:
+            if half(r.case.name) == "dev" and r.case.positive != r.caught:
+                what = "missed" if r.case.positive else "flagged"
+                lines.append(f"- {what}: {r.case.name}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--secretlint", type=Path, required=True, help="a clone of secretlint")
+    parser.add_argument("--whispers", type=Path, required=True, help="a clone of whispers")
+    parser.add_argument("--misses", action="store_true", help="list the dev half's misses")
+    args = parser.parse_args(argv)
+    try:
+        cases = secretlint_cases(args.secretlint) + whispers_cases(args.whispers)
+    except CorpusError as exc:
+        print(f"eval_outside_secrets: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(report(score(cases), args.misses)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
