@@ -19,6 +19,14 @@ The corpora (read from a git clone at a pinned commit; nothing is copied into th
                     findings secretlint's own test asserts) holds a message, else *negative*.
                     A positive is *caught* when a finding of the shield overlaps a reported
                     range (``range`` character offsets of the message).
+    ``noseyparker`` github.com/praetorian-inc/noseyparker @ ``NOSEYPARKER_COMMIT`` (Apache-2.0):
+                    the ``examples`` (positive) and ``negative_examples`` (negative) of every
+                    rule in ``crates/noseyparker/data/default/builtin/rules/*.yml``: snippets
+                    of code, configuration and logs, many cut from public leaks. Examples of
+                    rules whose categories hold neither ``secret`` nor ``hashed`` (identifier
+                    rules: account ids, ARNs, bucket names, OAuth client ids, user names) are
+                    left out; a negative example is only "not this rule's". A positive is
+                    caught when flagged.
     ``whispers``    github.com/Skyscanner/whispers @ ``WHISPERS_COMMIT`` (Apache-2.0): the
                     ``tests/fixtures`` files that ``tests/unit/test_secrets.py``
                     (``test_detection_by_value``) expects findings in: configuration files in
@@ -55,11 +63,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from bench.quality.eval_shields import SHIELD_YAML, half, one_shield_policy
 from shields.base import Role, Stage
 from shields.evaluate import evaluate
 
 SECRETLINT_COMMIT = "18346ba31b8173d52060b971221ab38c1943def0"
+NOSEYPARKER_COMMIT = "2e6e7f36ce36619852532bbe698d8cb7a26d2da7"
 WHISPERS_COMMIT = "5832bf74dcb127128ba653ed87601c927124b5aa"
 
 # secretlint rules that look for credentials in a file's text. Left out: rules that judge a
@@ -97,6 +108,9 @@ CONTENT_RULES = (
     "vercel",
 )
 SECRETLINT_ROOT = "packages/@secretlint"
+
+NOSEYPARKER_RULES = "crates/noseyparker/data/default/builtin/rules"
+NOSEYPARKER_SECRET_CATEGORIES = frozenset({"secret", "hashed"})
 
 WHISPERS_TEST = "tests/unit/test_secrets.py"
 WHISPERS_FIXTURES = "tests/fixtures"
@@ -214,6 +228,28 @@ def whispers_cases(repo: Path) -> list[Case]:
     return cases
 
 
+def noseyparker_cases(repo: Path) -> list[Case]:
+    cases = []
+    for path in _tree(repo, NOSEYPARKER_COMMIT, NOSEYPARKER_RULES):
+        source = _show(repo, NOSEYPARKER_COMMIT, path) if path.endswith(".yml") else None
+        if source is None:
+            continue
+        kind = Path(path).stem
+        for rule in yaml.safe_load(source).get("rules", []):
+            # Identifier rules (account ids, ARNs, bucket names, client ids, user names) find
+            # what is worth a look, not a secret: their examples are neither kind.
+            secret = bool(NOSEYPARKER_SECRET_CATEGORIES & set(rule.get("categories", [])))
+            for label, key in ((True, "examples"), (False, "negative_examples")):
+                if label and not secret:
+                    continue
+                for i, text in enumerate(rule.get(key) or []):
+                    name = f"{path}#{rule['id']}#{key}#{i}"
+                    cases.append(Case("noseyparker", kind, name, str(text), label))
+    if not cases:
+        raise CorpusError(f"no noseyparker rules under {NOSEYPARKER_RULES} in {repo}")
+    return cases
+
+
 def score(cases: Iterable[Case]) -> list[Result]:
     policy = one_shield_policy("outside-secrets", SHIELD_YAML["secrets"])
     results = []
@@ -239,17 +275,17 @@ def _ratio(hit: int, n: int) -> str:
 def report(results: Sequence[Result], misses: bool) -> list[str]:
     lines = [
         f"Configuration: `{SHIELD_YAML['secrets']}`; secretlint @ {SECRETLINT_COMMIT[:10]}, "
-        f"whispers @ {WHISPERS_COMMIT[:10]}.",
+        f"whispers @ {WHISPERS_COMMIT[:10]}, noseyparker @ {NOSEYPARKER_COMMIT[:10]}.",
         "",
         "| corpus | half | positives caught | negatives flagged |",
         "|---|---|---|---|",
     ]
-    for corpus in ("secretlint", "whispers", "both"):
+    for corpus in ("secretlint", "whispers", "noseyparker", "all"):
         for h in ("dev", "held-out"):
             mine = [
                 r
                 for r in results
-                if (corpus == "both" or r.case.corpus == corpus) and half(r.case.name) == h
+                if (corpus == "all" or r.case.corpus == corpus) and half(r.case.name) == h
             ]
             pos = [r for r in mine if r.case.positive]
             neg = [r for r in mine if not r.case.positive]
@@ -285,10 +321,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--secretlint", type=Path, required=True, help="a clone of secretlint")
     parser.add_argument("--whispers", type=Path, required=True, help="a clone of whispers")
+    parser.add_argument("--noseyparker", type=Path, required=True, help="a clone of noseyparker")
     parser.add_argument("--misses", action="store_true", help="list the dev half's misses")
     args = parser.parse_args(argv)
     try:
-        cases = secretlint_cases(args.secretlint) + whispers_cases(args.whispers)
+        cases = (
+            secretlint_cases(args.secretlint)
+            + whispers_cases(args.whispers)
+            + noseyparker_cases(args.noseyparker)
+        )
     except CorpusError as exc:
         print(f"eval_outside_secrets: {exc}", file=sys.stderr)
         return 2

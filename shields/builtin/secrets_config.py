@@ -524,9 +524,41 @@ def _word_password(context: str, value: str) -> bool:
     return _ASSIGNED_QUOTE.search(context) is not None and _chosen_word(value)
 
 
+def _password_placeholder(value: str) -> bool:
+    """A placeholder as ``_placeholder`` says, except that people append a counted run to a
+    word they choose (`abuser123456`, `Summer123456`): an ascending run makes a password a
+    placeholder only when fewer than four characters are left beside it (`abcdef12`)."""
+    if not _placeholder(value):
+        return False
+    run = ASCENDING.search(value)
+    if run is None or REPEATED.search(value) or len(set(value)) < 3:
+        return True
+    if _TEMPLATE.search(value) or PLACEHOLDER_WORDS.search(value) or _DEMO.search(value):
+        return True
+    if value.lower() in _NO_VALUE:
+        return True
+    rest = _without_counted_runs(value)
+    return len(rest) < 4 or ASCENDING.search(rest) is not None
+
+
+def _without_counted_runs(value: str) -> str:
+    """``value`` less its runs of four and more characters that count up (`123456`, `abcd`)."""
+    kept: list[str] = []
+    run = value[:1]
+    for char in value[1:]:
+        prev = run[-1]
+        if char.isalnum() and prev.isalnum() and ord(char.lower()) == ord(prev.lower()) + 1:
+            run += char
+            continue
+        kept.append(run if len(run) < 4 else "")
+        run = char
+    kept.append(run if len(run) < 4 else "")
+    return "".join(kept)
+
+
 def _password_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a password key that is a password someone set."""
-    if len(value) < thresholds.min_password_length or _placeholder(value):
+    if len(value) < thresholds.min_password_length or _password_placeholder(value):
         return False
     if not _symbol_literal(value):
         return False
@@ -569,6 +601,7 @@ _INTERPOLATION = re.compile(r"\$[A-Z][A-Z0-9_]{3,}")
 _OTP_KEY = re.compile(r"_?(?i:h?otp|totp|mfa|2fa)")
 # An HTTP authorization scheme whose credential is a token (RFC 6750's Bearer, OAuth 1.0's
 # `OAuth`, Okta's `SSWS`), as the key: `Authorization: Bearer <token>`.
+_BOOTSTRAP_TOKEN = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")
 _BEARER = re.compile(r"(?:(?i:bearer)|OAuth|SSWS)(?:[ \t]|\\t)+$")
 _BEARER_MIN_LENGTH = 16
 # A generated token switches between letters and digits every few characters; a name with a
@@ -616,6 +649,10 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
         # generated. A value in mixed case is no seed, but may be another generated secret
         # (a recovery code, a token), judged as any other.
         return True
+    if _BOOTSTRAP_TOKEN.fullmatch(value) and any(c.isdigit() for c in value[7:]):
+        # A Kubernetes bootstrap token (`abcdef.0123456789abcdef`, kubeadm's --token): 16
+        # lower-case characters after the id, too few kinds of character for the bar below.
+        return random_looking(value[7:], 3.0)
     if _BEARER.match(context) and len(value) >= _BEARER_MIN_LENGTH:
         # "Bearer X" says X is an access token (RFC 6750): the context is strong enough for
         # the lower threshold of hexadecimal and base32 values, and for a lower-case token

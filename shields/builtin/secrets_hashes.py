@@ -9,6 +9,9 @@ the output of credential dumping tools pasted into tickets and chats:
 - pwdump and Impacket's secretsdump write ``user:RID:LM:NT:::``, 32 hexadecimal digits each;
 - mimikatz writes ``* NTLM     : <NT hash>``, and notes write ``nthash = ...``;
 - pass-the-hash tools take them in place of a password (``-hashes LM:NT``, ``-H NT``);
+- Kerberoasting and AS-REP roasting tools write ``$krb5tgs$23$*user$REALM$spn*$<checksum>$``
+  and ``$krb5asrep$23$user@REALM:<checksum>$``, then the encrypted part: a ticket encrypted
+  with the account's key, cracked offline for its password;
 - MySQL stores ``*`` and 40 hexadecimal digits (SHA-1 twice), PostgreSQL ``md5`` and 32 or
   ``SCRAM-SHA-256$<iterations>:<salt>$<stored key>:<server key>``: a dump of ``mysql.user`` or
   ``pg_authid``, a ``CREATE ROLE ... PASSWORD 'md5...'`` migration. Each is cracked offline,
@@ -100,6 +103,18 @@ HASH_RULES: tuple[Rule, ...] = (
         f"[\"']?((?:{_HEX32})?:{_HEX32}|{_HEX32})",
         _option_hashes,
         not_followed_by="0-9A-Za-z",
+    ),
+    Rule(
+        "kerberos_roast_hash",
+        "A Kerberos ticket or AS-REP encrypted with a user's key, as Kerberoasting and AS-REP "
+        "roasting tools write it for cracking: $krb5tgs$, $krb5asrep$ (etype 23, 17, 18)",
+        r"\$krb5(?:tgs|asrep)\$(?:23|17|18)\$",
+        # The account, realm and service name stay; the checksum and the encrypted part go.
+        # At most 159 characters a match (the default policy's stream hold-back): the rest of
+        # the encrypted part follows in pieces.
+        r"(?:[^\s]{0,60}?[$:])?([0-9a-f]{24,32}\$[0-9a-f]{48})",
+        lambda secret, _: hex_digest(secret[: secret.index("$")]),
+        tail="[0-9a-f]{1,64}",
     ),
     Rule(
         "mysql_password_hash",

@@ -436,11 +436,11 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "doppler_token",
-        "Doppler token: personal (dp.pt.), service (dp.st.), service account (dp.sa.), CLI "
-        "(dp.ct.), SCIM (dp.scim.), audit (dp.audit.)",
+        "Doppler token: personal (dp.pt.), service (dp.st., with its config's name in it: "
+        "dp.st.dev.), service account (dp.sa.), CLI (dp.ct.), SCIM (dp.scim.), audit (dp.audit.)",
         r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.",
-        f"[{_ALNUM}]{{40,44}}",
-        _generated(r"dp\.[a-z]+\.", 3.5),
+        f"(?:[a-z0-9_-]{{1,24}}\\.)?[{_ALNUM}]{{40,44}}",
+        _generated(r"dp\.[a-z]+\.(?:[a-z0-9_-]+\.)?", 3.5),
     ),
     _token_rule(
         "databricks_token",
@@ -631,8 +631,9 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "new_relic_key",
-        "New Relic user API key (NRAK- + 27) or Insights insert key (NRII- + 25-32)",
-        r"\bNR(?:AK|II)-",
+        "New Relic user API key (NRAK- + 27) or Insights insert or query key (NRII-, NRIQ- + "
+        "25-32)",
+        r"\bNR(?:AK|II|IQ)-",
         f"[{_URLSAFE}]{{25,32}}",
         _generated(r"NR[A-Z]{2}-", 3.5, digit=True),
     ),
@@ -766,6 +767,14 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
         r"\bPMA[KT]-",
         f"(?:[{_HEX}]{{24}}-[{_HEX}]{{34}}|[0-9A-Z]{{26}})",
         _generated("PMA[KT]-", 3.0),
+    ),
+    _token_rule(
+        "twitch_stream_key",
+        "Twitch stream key (live_ + the channel's id + _ + 30): whoever holds it broadcasts as "
+        "the channel",
+        r"\blive_[0-9]{6,12}_",
+        f"[{_ALNUM}]{{30}}",
+        _generated(r"live_[0-9]+_", 3.5),
     ),
     _token_rule(
         "telegram_bot_token",
@@ -927,9 +936,9 @@ VENDOR_TOKEN_RULES: tuple[Rule, ...] = (
     ),
     _token_rule(
         "adobe_client_secret",
-        "Adobe I/O (Developer Console) client secret (p8e- + 32)",
+        "Adobe I/O (Developer Console) client secret (p8e- + 32, hyphens and underscores too)",
         r"\bp8e-",
-        f"[{_ALNUM}]{{32}}",
+        f"[{_URLSAFE}]{{32}}",
         _generated("p8e-", 3.5, digit=True),
     ),
     _token_rule(

@@ -245,6 +245,7 @@ FAKES: dict[str, Fake] = {
         lambda r: "xkeysib-" + rand(r, 64, HEX) + "-" + rand(r, 16, mixed=True)
     ),
     "postman_api_key": _whole(lambda r: "PMAK-" + rand(r, 24, HEX) + "-" + rand(r, 34, HEX)),
+    "twitch_stream_key": _whole(lambda r: "live_126031192_" + rand(r, 30, mixed=True)),
     "telegram_bot_token": _whole(
         lambda r: rand(r, 10, "123456789") + ":AA" + rand(r, 33, B64URL, mixed=True)
     ),
@@ -444,6 +445,10 @@ FAKES: dict[str, Fake] = {
         lambda r: rand(r, 32, "0123456789abcdef") + ":" + rand(r, 32, "0123456789abcdef"),
     ),
     "nt_hash": _assigned("nthash = {}", lambda r: rand(r, 32, "0123456789abcdef")),
+    "kerberos_roast_hash": _assigned(
+        "$krb5asrep$23$svc@CORP.LOCAL:{}",
+        lambda r: rand(r, 32, "0123456789abcdef") + "$" + rand(r, 48, "0123456789abcdef"),
+    ),
     "mysql_password_hash": _whole(lambda r: "*" + rand(r, 40, "0123456789ABCDEF")),
     "postgres_password_hash": _whole(lambda r: "md5" + rand(r, 32, "0123456789abcdef")),
     "cli_option_password": _assigned(

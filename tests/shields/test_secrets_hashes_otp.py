@@ -481,3 +481,29 @@ def test_a_long_random_number_next_to_a_salt_key_is_a_secret(template: str) -> N
 )
 def test_counts_dates_and_runs_next_to_a_salt_key_are_not(text: str) -> None:
     assert found(text) == []
+
+
+# -- Kerberos roasting hashes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "$krb5asrep$23$ann@CORP.LOCAL:",
+        "$krb5asrep$23$",
+        "$krb5tgs$23$*svc_sql$CORP.LOCAL$MSSQLSvc/sql01.corp.local:1433*$",
+        "$krb5tgs$18$svc_web$CORP.LOCAL$",
+    ],
+)
+def test_a_roasted_kerberos_hash_is_redacted_from_its_checksum_on(head: str) -> None:
+    rng = random.Random(head)
+    checksum = "".join(rng.choice("0123456789abcdef") for _ in range(32 if "23" in head else 24))
+    data = "".join(rng.choice("0123456789abcdef") for _ in range(400))
+    text = f"{head}{checksum}${data} cracked later"
+    out = redacted(text)
+    assert checksum not in out and data[:40] not in out and data[-40:] not in out
+    assert out.startswith(head) and out.endswith(" cracked later")
+
+
+def test_a_kerberos_hash_made_by_hand_is_not_one() -> None:
+    assert found("$krb5asrep$23$ann@CORP:" + "0" * 32 + "$" + "ab" * 40) == []

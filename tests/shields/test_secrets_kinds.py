@@ -324,3 +324,39 @@ def test_the_longer_shopify_tokens_with_letters_are_found() -> None:
     token = "shpat_" + rand(38)
     assert found(f"SHOPIFY_TOKEN={token}") == [("shopify_token", token)]
     assert found("shpat_access_token_for_the_store_app") == []
+
+
+@pytest.mark.parametrize("value", ["abuser123456", "Summer123456", "qwerty123abc"])
+def test_a_chosen_password_with_a_counted_run_is_one(value: str) -> None:
+    assert found(f"password = '{value}'") == [("config_password", value)]
+
+
+@pytest.mark.parametrize("value", ["abcdef12", "x1234567", "123456789"])
+def test_a_counted_run_with_little_beside_it_is_a_placeholder(value: str) -> None:
+    assert found(f"password = '{value}'") == []
+
+
+def test_a_kubernetes_bootstrap_token_next_to_a_token_key_is_a_secret() -> None:
+    token = "be8dfd." + "da8a689a46edc282"
+    assert found(f'BOOTSTRAP_TOKEN: "{token}"') == [("generic_secret", token)]
+    assert found(f"kubeadm join 10.0.0.5:6443 --token {token}") == [("generic_secret", token)]
+    assert found("token: abcdef.0123456789abcdef") == []  # kubeadm's documented example
+    assert found("token: docker.composeframework") == []  # no digit: names
+
+
+@pytest.mark.parametrize(
+    ("rule", "token"),
+    [
+        ("doppler_token", "dp.st.dev." + rand(43)),  # a Doppler service token names its config
+        ("new_relic_key", "NRIQ-" + rand(32)),  # a New Relic query key
+        ("adobe_client_secret", "p8e-" + rand(14) + "-" + rand(17)),  # with a hyphen
+        ("twitch_stream_key", "live_126031192_" + rand(30)),  # a Twitch stream key
+    ],
+)
+def test_vendor_token_shapes_from_other_scanners_examples(rule: str, token: str) -> None:
+    assert found(f"sent {token} by mistake") == [(rule, token)]
+    streamed_everywhere(f"sent {token}\n")
+
+
+def test_a_twitch_path_segment_is_not_a_stream_key() -> None:
+    assert found("see https://example.com/live_12345678_stream for more") == []
