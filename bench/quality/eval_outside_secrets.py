@@ -1,24 +1,32 @@
-"""The secrets shield on files no rule was written from: other scanners' test fixtures.
+"""The secrets shield on text no rule was written from: other scanners' test fixtures.
 
 Why
     ``bench/quality/eval_shields.py`` scores the secrets shield on CredSweeper's samples and
     gitleaks' rule cases, split in a dev and a held-out half. Rules were chosen looking at the dev
     half, and the held-out half's per-kind table has been read, so neither half is untouched any
-    more. This script scores the shield on two other projects' labelled fixtures, which no rule of
-    the shield was written from, to say whether the detection holds on files of the same kinds
-    written by other people.
+    more. This script scores the shield on four other projects' labelled fixtures, to say whether
+    the detection holds on text of the same kinds written by other people, next to a reference
+    scanner run on the same cases (``--detect-secrets``).
 
 The corpora (read from a git clone at a pinned commit; nothing is copied into this repository)
-    Files that are not UTF-8 text (secretlint's PKCS#12 fixtures) are left out.
-
     ``secretlint``  github.com/secretlint/secretlint @ ``SECRETLINT_COMMIT`` (MIT): every
                     ``packages/@secretlint/secretlint-rule-*/test/snapshots/<case>/input*`` of
                     the rules that read a file's content for credentials (``CONTENT_RULES``:
                     vendor tokens, basic auth in URLs, database connection strings, private
                     keys, npm tokens). A case is *positive* when its ``output.json`` (the
                     findings secretlint's own test asserts) holds a message, else *negative*.
-                    A positive is *caught* when a finding of the shield overlaps a reported
-                    range (``range`` character offsets of the message).
+                    A positive is *caught* when a finding overlaps a reported range.
+    ``whispers``    github.com/Skyscanner/whispers @ ``WHISPERS_COMMIT`` (Apache-2.0): the
+                    ``tests/fixtures`` files that ``tests/unit/test_secrets.py``
+                    (``test_detection_by_value``) counts findings in: configuration files in
+                    YAML, JSON, XML, INI, ``.env``, ``.npmrc``, ``.pypirc``, ``pip.conf``,
+                    ``.htpasswd``, AWS credentials, Dockerfiles, JDBC and Spring beans, and
+                    source in seven languages. Count > 0 is positive, count 0 negative;
+                    ``creditcards.yml`` and ``language.html`` are left out (card numbers are
+                    the pii shield's job, HTML comments are not credentials). Its secrets are
+                    the word "hardcoded" in some form: this set asks whether a literal
+                    credential is found in every syntax, not entropy. Whispers gives no
+                    positions: a positive is caught when flagged.
     ``noseyparker`` github.com/praetorian-inc/noseyparker @ ``NOSEYPARKER_COMMIT`` (Apache-2.0):
                     the ``examples`` (positive) and ``negative_examples`` (negative) of every
                     rule in ``crates/noseyparker/data/default/builtin/rules/*.yml``: snippets
@@ -27,50 +35,65 @@ The corpora (read from a git clone at a pinned commit; nothing is copied into th
                     rules: account ids, ARNs, bucket names, OAuth client ids, user names) are
                     left out; a negative example is only "not this rule's". A positive is
                     caught when flagged.
-    ``whispers``    github.com/Skyscanner/whispers @ ``WHISPERS_COMMIT`` (Apache-2.0): the
-                    ``tests/fixtures`` files that ``tests/unit/test_secrets.py``
-                    (``test_detection_by_value``) expects findings in: configuration files in
-                    YAML, JSON, XML, INI, ``.env``, ``.npmrc``, ``.pypirc``, ``pip.conf``,
-                    ``.htpasswd``, AWS credentials, Dockerfiles, JDBC and Spring beans, and
-                    source in seven languages. Count > 0 is positive, count 0 negative;
-                    ``creditcards.yml`` and ``language.html`` are left out (card numbers are
-                    the pii shield's job, HTML comments are not credentials). The fixtures'
-                    secrets are the word "hardcoded" in some form, so this set tests
-                    whether a literal credential assignment is found in every syntax, not
-                    entropy. Whispers gives no positions: a positive is caught when flagged.
+    ``trufflehog``  github.com/trufflesecurity/trufflehog @ ``TRUFFLEHOG_COMMIT`` (AGPL-3.0,
+                    read, never copied): the cases of each detector's pattern test
+                    (``pkg/detectors/*/*_test.go``) whose ``want`` lists results, their input a
+                    string literal or a constant of the file (cases built by code are skipped).
+                    A positive is caught when a finding overlaps an expected result in the
+                    input (or, for results the detector joins, ``id:secret``, a part of eight
+                    characters and more). No negatives: a case that wants nothing often holds
+                    the same secret out of the detector's keyword range.
 
-    A negative is a file the other tool reports nothing in; some hold look-alikes on purpose
-    (placeholders, an "encrypted" key), others real-looking values the tool allowlists by
-    option, so "negatives flagged" is a flag rate, not a count of false positives.
+    Files that are not UTF-8 text (secretlint's PKCS#12 fixtures) are left out. A negative is
+    text the other tool reports nothing in; some hold look-alikes on purpose (placeholders, an
+    "encrypted" key), others real-looking values the tool allowlists by option, so "negatives
+    flagged" is a flag rate, not a count of false positives. Many positives are made-up values
+    that the shield deliberately takes for typed examples (``glpat-aBcDeFgHiJkLmNoPqRsT``,
+    ``tskey-client-EEEE...``, ``sk-abc123def456...``, ``xoxb-0000-...``, ``user:secret@``), and
+    trufflehog's fixtures wrap many tokens in a made-up Jenkins ``{AQAAABAAA <token>}`` form:
+    recall here is lower than on real leaked files, for this shield and the reference alike.
 
-Halves
+The reference
+    ``--detect-secrets PATH`` runs Yelp's detect-secrets (default plugins and filters) once over
+    a directory holding every case as a file (named by index, with its original extension,
+    which detect-secrets reads); a positive is caught when a reported line holds part of an
+    expected range, or, without ranges, when the file has a finding.
+
+Halves and history
     Each corpus is split like the others (``half`` of ``eval_shields``: the parity of the first
-    byte of sha256 of the case's path). The first run (stop 33) read neither half; any rule chosen
-    after it is chosen from the dev half only, and the held-out half stays the one to quote.
+    byte of sha256 of the case's name). Each corpus was first scored before any rule was
+    chosen from it (secretlint and whispers at 757d61b: dev 0.636 / held-out 0.630 together;
+    noseyparker at 118dfea: 0.705 / 0.631; trufflehog at ae102e0: 0.569 / 0.624). Rules chosen
+    since were chosen from dev-half misses only; the held-out half is the one to quote.
 
-Run: ``python -m bench.quality.eval_outside_secrets --secretlint PATH --whispers PATH`` where each
-PATH is a git clone (a bare one will do) holding the pinned commit. ``--misses`` lists the dev
-half's missed cases by name (never the held-out half's).
+Run: ``python -m bench.quality.eval_outside_secrets --secretlint S --whispers W --noseyparker N
+--trufflehog T [--detect-secrets D] [--out FILE]`` where each of S, W, N, T is a git clone (a
+bare one will do) holding the pinned commit. ``--misses`` lists the dev half's missed cases by
+name (never the held-out half's).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from bench.quality.eval_shields import SHIELD_YAML, half, one_shield_policy
+from bench.quality.eval_shields import SHIELD_YAML, half, one_shield_policy, revision
 from shields.base import Role, Stage
 from shields.evaluate import evaluate
 
 SECRETLINT_COMMIT = "18346ba31b8173d52060b971221ab38c1943def0"
 NOSEYPARKER_COMMIT = "2e6e7f36ce36619852532bbe698d8cb7a26d2da7"
+TRUFFLEHOG_COMMIT = "3ab759fef4bb5935d4fe9ac68b503d05346b8364"
 WHISPERS_COMMIT = "5832bf74dcb127128ba653ed87601c927124b5aa"
 
 # secretlint rules that look for credentials in a file's text. Left out: rules that judge a
@@ -111,6 +134,20 @@ SECRETLINT_ROOT = "packages/@secretlint"
 
 NOSEYPARKER_RULES = "crates/noseyparker/data/default/builtin/rules"
 NOSEYPARKER_SECRET_CATEGORIES = frozenset({"secret", "hashed"})
+
+TRUFFLEHOG_DETECTORS = "pkg/detectors"
+# One case of a detector's pattern test: `input: <string or name>,` then `want: []string{...}`.
+_GO_CASE = re.compile(
+    r"input:\s*(`[^`]*`|\"(?:[^\"\\\n]|\\.)*\"|[A-Za-z_]\w*)\s*,\s*"
+    r"want:\s*\[\]string\{([^}]*)\}"
+)
+_GO_CONST = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(`[^`]*`|\"(?:[^\"\\\n]|\\.)*\")")
+_GO_STRING = re.compile(r"`[^`]*`|\"(?:[^\"\\\n]|\\.)*\"")
+
+HOW_TO_RUN = (
+    "python -m bench.quality.eval_outside_secrets --secretlint S --whispers W --noseyparker N "
+    "--trufflehog T --detect-secrets D"
+)
 
 WHISPERS_TEST = "tests/unit/test_secrets.py"
 WHISPERS_FIXTURES = "tests/fixtures"
@@ -250,6 +287,58 @@ def noseyparker_cases(repo: Path) -> list[Case]:
     return cases
 
 
+def _go_string(literal: str) -> str | None:
+    """A Go string literal's value: raw (backquoted) as is, interpreted ones through JSON's
+    escapes (the ones Go tests use); None for one JSON cannot read."""
+    if literal.startswith("`"):
+        return literal[1:-1]
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _want_ranges(text: str, wants: Iterable[str]) -> tuple[tuple[int, int], ...]:
+    """Where the expected results are in the input: each one found whole, else its parts of
+    eight characters and more (detectors report `key:secret`, `id|secret`, `url;token`)."""
+    ranges = []
+    for want in wants:
+        parts = [want] if want in text else [p for p in re.split(r"[:|;, ]", want) if len(p) >= 8]
+        for part in parts:
+            start = text.find(part)
+            while part and start != -1:
+                ranges.append((start, start + len(part)))
+                start = text.find(part, start + 1)
+    return tuple(sorted(set(ranges)))
+
+
+def trufflehog_cases(repo: Path) -> list[Case]:
+    """The positive cases of every detector's pattern test (``*_test.go``, not the integration
+    tests): an input with the secrets the detector must report (``want``)."""
+    cases = []
+    for path in _tree(repo, TRUFFLEHOG_COMMIT, TRUFFLEHOG_DETECTORS):
+        if not path.endswith("_test.go") or path.endswith("_integration_test.go"):
+            continue
+        source = _show(repo, TRUFFLEHOG_COMMIT, path)
+        if source is None:
+            continue
+        consts = {m.group(1): _go_string(m.group(2)) for m in _GO_CONST.finditer(source)}
+        for i, case in enumerate(_GO_CASE.finditer(source)):
+            literal = case.group(1)
+            text = consts.get(literal) if literal[0].isalpha() else _go_string(literal)
+            wants = [_go_string(w.group()) for w in _GO_STRING.finditer(case.group(2))]
+            if text is None or not wants or None in wants:
+                continue
+            ranges = _want_ranges(text, [w for w in wants if w])
+            if ranges:
+                kind = path.split("/")[2]
+                cases.append(Case("trufflehog", kind, f"{path}#{i}", text, True, ranges))
+    if not cases:
+        raise CorpusError(f"no trufflehog pattern tests under {TRUFFLEHOG_DETECTORS} in {repo}")
+    return cases
+
+
 def score(cases: Iterable[Case]) -> list[Result]:
     policy = one_shield_policy("outside-secrets", SHIELD_YAML["secrets"])
     results = []
@@ -268,19 +357,64 @@ def score(cases: Iterable[Case]) -> list[Result]:
     return results
 
 
+def reference_scan(cases: Sequence[Case], detect_secrets: Path) -> list[Result]:
+    """The same cases through detect-secrets (Yelp's scanner, default plugins and filters), one
+    run over a directory holding each case as a file named by its index and its original
+    extension (detect-secrets reads the extension). A positive is caught when a reported line
+    holds part of a reported range (or, without ranges, when the file has a finding)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        names = []
+        for i, case in enumerate(cases):
+            suffix = Path(case.name.split("#")[0]).suffix[:8] or ".txt"
+            name = f"case{i:05d}{suffix}"
+            (Path(tmp) / name).write_text(case.text, encoding="utf-8")
+            names.append(name)
+        try:
+            done = subprocess.run(
+                [str(detect_secrets), "scan", "--all-files", "."],
+                cwd=tmp,
+                check=True,
+                capture_output=True,
+                timeout=1800,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise CorpusError(f"detect-secrets failed: {exc}") from None
+        found = json.loads(done.stdout)["results"]
+    results = []
+    for case, name in zip(cases, names, strict=True):
+        lines = {int(r["line_number"]) for r in found.get(name, [])}
+        if case.ranges:
+            wanted = {
+                line
+                for start, end in case.ranges
+                for line in range(
+                    case.text.count("\n", 0, start) + 1, case.text.count("\n", 0, end) + 2
+                )
+            }
+            caught = bool(lines & wanted)
+        else:
+            caught = bool(lines)
+        results.append(Result(case, bool(lines), caught))
+    return results
+
+
 def _ratio(hit: int, n: int) -> str:
     return f"{hit}/{n} = {hit / n:.3f}" if n else "—"
 
 
-def report(results: Sequence[Result], misses: bool) -> list[str]:
+def report(
+    results: Sequence[Result], misses: bool, reference: Sequence[Result] | None = None
+) -> list[str]:
     lines = [
         f"Configuration: `{SHIELD_YAML['secrets']}`; secretlint @ {SECRETLINT_COMMIT[:10]}, "
-        f"whispers @ {WHISPERS_COMMIT[:10]}, noseyparker @ {NOSEYPARKER_COMMIT[:10]}.",
+        f"whispers @ {WHISPERS_COMMIT[:10]}, noseyparker @ {NOSEYPARKER_COMMIT[:10]}, "
+        f"trufflehog @ {TRUFFLEHOG_COMMIT[:10]}.",
         "",
-        "| corpus | half | positives caught | negatives flagged |",
-        "|---|---|---|---|",
+        "| corpus | half | positives caught | negatives flagged |"
+        + (" detect-secrets: caught | flagged |" if reference else ""),
+        "|---|---|---|---|" + ("---|---|" if reference else ""),
     ]
-    for corpus in ("secretlint", "whispers", "noseyparker", "all"):
+    for corpus in ("secretlint", "whispers", "noseyparker", "trufflehog", "all"):
         for h in ("dev", "held-out"):
             mine = [
                 r
@@ -289,10 +423,23 @@ def report(results: Sequence[Result], misses: bool) -> list[str]:
             ]
             pos = [r for r in mine if r.case.positive]
             neg = [r for r in mine if not r.case.positive]
-            lines.append(
+            row = (
                 f"| {corpus} | {h} | {_ratio(sum(r.caught for r in pos), len(pos))} | "
                 f"{_ratio(sum(r.flagged for r in neg), len(neg))} |"
             )
+            if reference:
+                ref = [
+                    r
+                    for r in reference
+                    if (corpus == "all" or r.case.corpus == corpus) and half(r.case.name) == h
+                ]
+                ref_pos = [r for r in ref if r.case.positive]
+                ref_neg = [r for r in ref if not r.case.positive]
+                row += (
+                    f" {_ratio(sum(r.caught for r in ref_pos), len(ref_pos))} | "
+                    f"{_ratio(sum(r.flagged for r in ref_neg), len(ref_neg))} |"
+                )
+            lines.append(row)
     kinds: dict[str, dict[str, list[int]]] = {}
     for r in results:
         if r.case.positive:
@@ -322,18 +469,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--secretlint", type=Path, required=True, help="a clone of secretlint")
     parser.add_argument("--whispers", type=Path, required=True, help="a clone of whispers")
     parser.add_argument("--noseyparker", type=Path, required=True, help="a clone of noseyparker")
+    parser.add_argument("--trufflehog", type=Path, required=True, help="a clone of trufflehog")
+    parser.add_argument(
+        "--detect-secrets",
+        type=Path,
+        help="a detect-secrets executable: score the same cases with it, side by side",
+    )
     parser.add_argument("--misses", action="store_true", help="list the dev half's misses")
+    parser.add_argument("--out", type=Path, help="also write the report here (Markdown)")
     args = parser.parse_args(argv)
     try:
         cases = (
             secretlint_cases(args.secretlint)
             + whispers_cases(args.whispers)
             + noseyparker_cases(args.noseyparker)
+            + trufflehog_cases(args.trufflehog)
         )
     except CorpusError as exc:
         print(f"eval_outside_secrets: {exc}", file=sys.stderr)
         return 2
-    print("\n".join(report(score(cases), args.misses)))
+    try:
+        reference = reference_scan(cases, args.detect_secrets) if args.detect_secrets else None
+    except CorpusError as exc:
+        print(f"eval_outside_secrets: {exc}", file=sys.stderr)
+        return 2
+    lines = report(score(cases), args.misses, reference)
+    print("\n".join(lines))
+    if args.out:
+        header = [
+            "# The secrets shield on other scanners' fixtures",
+            "",
+            f"Generated by `{HOW_TO_RUN}` at `{revision()}` "
+            f"({datetime.datetime.now(datetime.UTC).date().isoformat()}); what each corpus is and "
+            "how a case counts: the docstring of `bench/quality/eval_outside_secrets.py`.",
+            "",
+        ]
+        args.out.write_text("\n".join(header + lines) + "\n", encoding="utf-8")
     return 0
 
 

@@ -227,8 +227,12 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
     # Blanks, then a quoted literal: `#define API_KEY "..."`, `setenv AUTH "..."`, `(def key
     # "...")`. The quote is part of the separator (a blank alone is prose's).
     blanks_quote = r"(?:[ \t]|\\t){1,3}\\?[\"']"
+    # Prose that tells the value: "your API key is ...", "the auth was: ..." (the judge wants a
+    # generated value: "the key is important" is no secret).
+    told = r"[ \t]{1,3}(?:is|was)[ \t]{1,3}(?::[ \t]{0,3})?"
     return (
-        f"(?:{prefix}|(?i:{short_keys})(?:{quoted_comma}|{_KEY_END}(?:{assigning}|{blanks_quote})))"
+        f"(?:{prefix}|(?i:{short_keys})"
+        f"(?:{quoted_comma}|{_KEY_END}(?:{assigning}|{blanks_quote})|{told}))"
     )
 
 
@@ -520,8 +524,15 @@ def _chosen_word(value: str) -> bool:
     )
 
 
+# An environment file's or a shell's assignment: a capitals key glued to "=" (`DB_PASSWORD=`),
+# whose unquoted value is a literal, not a name in code.
+_ENV_ASSIGN = re.compile(r"[A-Z0-9_]+=")
+
+
 def _word_password(context: str, value: str) -> bool:
-    return _ASSIGNED_QUOTE.search(context) is not None and _chosen_word(value)
+    if _ASSIGNED_QUOTE.search(context) is None and _ENV_ASSIGN.fullmatch(context) is None:
+        return False
+    return _chosen_word(value)
 
 
 def _password_placeholder(value: str) -> bool:

@@ -360,3 +360,23 @@ def test_vendor_token_shapes_from_other_scanners_examples(rule: str, token: str)
 
 def test_a_twitch_path_segment_is_not_a_stream_key() -> None:
     assert found("see https://example.com/live_12345678_stream for more") == []
+
+
+def test_prose_that_tells_a_key_gives_it_away() -> None:
+    key = "2afddb813193eb9d3b5bd99bf5d834cd"
+    assert found(f"Your API2CART key is {key}, which you keep.") == [("generic_secret", key)]
+    assert found("The key is important; the primary key is user_id_column.") == []
+
+
+@pytest.mark.parametrize("text", ["MYSQL_PASSWORD=wordpress\n", "export PGPASSWORD=sunshine\n"])
+def test_an_environment_file_word_password_is_one(text: str) -> None:
+    value = text.strip().rsplit("=", 1)[1]
+    assert found(text) == [("config_password", value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["PASSWORD = request\n", "call it with password=sunshine_var\n", "PASSWORD=settings\n"],
+)
+def test_unquoted_words_in_code_are_not_environment_passwords(text: str) -> None:
+    assert found(text) == []
