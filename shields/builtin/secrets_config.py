@@ -515,11 +515,16 @@ _FIELD_WORDS = frozenset(
 _ASSIGNED_QUOTE = re.compile(r"(?:=|:|=>)[ \t]{0,3}\\?[\"']$")
 
 
+# Passwords the world uses as examples (xkcd's passphrase, the films' and jokes' ones).
+_FAMOUS_EXAMPLES = frozenset(["correcthorsebatterystaple", "opensesame", "swordfish"])
+
+
 def _chosen_word(value: str) -> bool:
     """A lower-case word of six letters and more that does not describe a password field."""
     return (
         _LOWER_WORD.fullmatch(value) is not None
         and value not in _FIELD_WORDS
+        and value not in _FAMOUS_EXAMPLES
         and _PASSWORD_KEY.fullmatch(value) is None  # the word itself in a language: a label
     )
 

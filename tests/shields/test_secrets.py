@@ -1420,9 +1420,14 @@ def test_prose_is_held_only_for_what_may_begin_a_vendor_token() -> None:
     assert scan.received - scan.safe_end == 1
     scan.feed("ary about it; the bot's id is 1234567890")
     assert scan.received - scan.safe_end == len("1234567890")
-    scan.feed(" and the key is glp")
+    scan.feed(" and the prefix is glp")
     assert scan.received - scan.safe_end == len("glp")
     scan.feed("at- or gl, which we do not share. ")
+    assert scan.safe_end == scan.received
+    # "key is" may tell a key ("your API key is ..."): held from the key word to the value's end.
+    scan.feed("The key is")
+    assert scan.received - scan.safe_end == len("key is")
+    scan.feed(" plain prose. ")
     assert scan.safe_end == scan.received
 
 
