@@ -20,6 +20,7 @@ from shields.commands import check_policies, run_policy_tests, scan_lines
 from shields.pipeline import BlockingRemote
 from shields.policy import CompiledPolicy, PolicyError, load_policy, parse_policy
 from shields.routing import PolicySet, load_policy_set
+from shields.rule_catalog import RULE_TYPES, rule_lines
 
 __all__ = ["default_policy", "load_policies", "main"]
 
@@ -112,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--explain", action="store_true", help="add each finding's action and matched text"
     )
+    rules = commands.add_parser(
+        "rules", help="list the rule ids a shield type's `rules:` option takes (secrets, ...)"
+    )
+    rules.add_argument(
+        "shield_type", nargs="?", metavar="TYPE", help="secrets, injection or pii (default: list)"
+    )
     keys = commands.add_parser("keys", help="client keys of the proxy (keys files)")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
     new = keys_commands.add_parser(
@@ -196,6 +203,8 @@ def _offline_command(args: argparse.Namespace) -> int:
             )
     if args.command == "scan":
         return _scan(args)
+    if args.command == "rules":
+        return _rules(args.shield_type)
     if args.command == "mcp":
         return _mcp(args)
     return new_key_command(args.tenant, args.policy, sys.stdout, sys.stderr)
@@ -212,6 +221,19 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.mcp_command == "pin":
         return pin_command(args.url, args.header, settings, sys.stdout, sys.stderr)
     return forget_command(args.url, settings, sys.stdout, sys.stderr)
+
+
+def _rules(shield_type: str | None) -> int:
+    if shield_type is None:
+        print("\n".join(RULE_TYPES))
+        return 0
+    lines = rule_lines(shield_type)
+    if lines is None:
+        return _fail(
+            f"no rule list for type {shield_type!r}; types with rules: {', '.join(RULE_TYPES)}"
+        )
+    print("\n".join(lines))
+    return 0
 
 
 def _scan(args: argparse.Namespace) -> int:
