@@ -75,8 +75,8 @@ COMMAND_RULES: tuple[Rule, ...] = (
         # The host ends the match: a name or an address, then a blank, a quote or the end (a
         # `registry/image:tag@sha256:...` digest is followed by ":"). No "/" in the password:
         # `https://host:8443/path@v2` is a URL's port and path (a URL's credentials are
-        # ``url_credentials``').
-        r"[A-Za-z0-9_.$-]{1,32}:([^\s\"'/]{1,64})@[A-Za-z0-9][A-Za-z0-9.-]{0,47}"
+        # ``url_credentials``'). Nor a ":" first: `/child::b:x[@a` is an XPath axis.
+        r"[A-Za-z0-9_.$-]{1,32}:([^\s\"'/:][^\s\"'/]{0,63})@[A-Za-z0-9][A-Za-z0-9.-]{0,47}"
         r"(?:[\s\"',;)]|$)",
         judge=_target_password,
         deferred_to=False,

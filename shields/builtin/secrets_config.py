@@ -119,11 +119,16 @@ SHORT_TOKEN_KEYS = (
     r"|(?-i:[a-z0-9](?:Key|Auth|Salt))s?\b"
 )
 # Keys that name a value made to be shared: a public key or token, an anti-forgery (CSRF)
-# token, which every page a server sends carries. Their words come before a token key word
-# (`publicToken`, `csrf_token`), so they are vetoes (``Rule.veto``), not judges.
+# token, which every page a server sends carries; and the tokens APIs hand out to page through
+# results or to make a call idempotent or conditional (`NextToken`, `nextPageToken`,
+# `continuationToken`, `ChangeToken`, `LockToken`, `IdempotencyToken`): a cursor, not a
+# credential, which an agent's tool result carries and must pass on unchanged. Their words
+# come before a token key word, so they are vetoes (``Rule.veto``), not judges.
 NOT_SECRET_KEYS = (
     r"(?:public|publishable|pub)[ _-]?(?:key|token|api[ _-]?key)(?:[ _-]?(?:token|id))?s?"
     r"|(?:csrf|xsrf|authenticity)[ _-]?(?:token|key)?|csrfmiddlewaretoken"
+    r"|(?:next|prev(?:ious)?|page|continuation|continue|pagination|paging|sync|resume|change"
+    r"|lock|idempotency|lifecycle[ _-]?action)[ _-]?(?:page[ _-]?)?(?:lock[ _-]?)?token"
 )
 # After the key: its closing quote or bracket (`"password":`, `$cfg['password'] =`).
 _KEY_END = r"(?:\\?[\"'])?\]?"
@@ -155,8 +160,9 @@ SEPARATORS: tuple[str, ...] = (
     r"[ \t]{0,2}(?:,[ \t]{0,2}|\r?\n[ \t]{0,16})\\?[\"']?value\\?[\"']?[ \t]{0,2}[=:][ \t]{0,2}",
     # INI, .env, YAML, JSON, code, XML attributes; Makefile `?=`, `::=`, PHP `.=`, Ruby `||=`,
     # JS `??=`; a comparison with a literal (`if password == "..."`), which the judges look at
-    # apart.
-    r"[ \t]{0,3}(?:={2,3}|!={1,2}|:{1,3}=|[?.+]=|\|\|=|\?\?=|=>|->|=|:)[ \t]{0,3}",
+    # apart. Blanks that align a block's values in a column (`password        => '...'`,
+    # `fbApiKey:            "..."`) on either side, within the 34 characters of a separator.
+    r"[ \t]{0,16}(?:={2,3}|!={1,2}|:{1,3}=|[?.+]=|\|\|=|\?\?=|=>|->|=|:)[ \t]{0,15}",
     # R's assignment (`api_key <- "..."`); a Markdown table's next cell (`| password | ... |`).
     r"[ \t]{1,3}<<?-[ \t]{1,3}",
     r"[ \t]{0,3}\|[ \t]{1,3}",
@@ -241,7 +247,13 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
 # Template, variable and reference syntaxes: `${DB_PASS}`, `{{ vault_pw }}`, `%(pw)s`, `$(cat
 # f)`, `<password>`, `%env(X)%`, `$PASSWORD`, `@param`, `:symbol`, YAML tags and aliases.
 # (A "<" inside a generated value, which a quoted one may hold, is no template: `<word>` is.)
-_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|%\(|^<|<[A-Za-z_][\w .:-]*>|^[$%@:!&*?#]|__[A-Z]")
+# A symbol only starts a reference when a name follows and no other symbol: a generated key
+# uses every symbol anywhere (Django's `SECRET_KEY = '%(^+=gr@cu...'`, `'!k$7^...'`).
+_TEMPLATE = re.compile(
+    r"\$\{|\$\([A-Za-z_]|\{\{|%\([A-Za-z_]\w*\)|^<|<[A-Za-z_][\w .:-]*>"
+    r"|^[$%@:!&*?#][\w.:/()${}%-]*$|__[A-Z]"
+    r"|^(\*{1,2}|_)[\w.-]+\1$"  # Markdown's emphasis: "pass *them* to", "pass **None**"
+)
 _DEMO = re.compile(r"password|passwd|secret|changeme|change_me", re.IGNORECASE)
 # Whole values that stand for no value (matched whole: "nonentity" or "Xnull9" may be real).
 _NO_VALUE = frozenset(
@@ -956,8 +968,11 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "url_credentials",
         "The password in a URL or connection URI (scheme://user:password@host)",
         r"://",
-        # The user may be an e-mail address (smtps://me@example.com:pass@smtp.example.com).
-        r"[^\s:/?#\"'`<>\[\]]{0,64}:([^\s:/@?#\"'`<>\[\]]{1,64})@",
+        # The user may be an e-mail address (smtps://me@example.com:pass@smtp.example.com). A
+        # password may hold one "@" left unencoded (`mongodb+srv://app:pa@ss1!@host`): the
+        # last "@" before the host ends it, tried first so that half of it is not taken alone.
+        r"[^\s:/?#\"'`<>\[\]]{0,64}:([^\s:/@?#\"'`<>\[\]]{1,31}@[^\s:/@?#\"'`<>\[\]]{1,32}"
+        r"|[^\s:/@?#\"'`<>\[\]]{1,64})@",
         judge=_url_password,
         defers_to_prefixes=True,
     ),

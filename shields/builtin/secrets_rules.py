@@ -149,6 +149,15 @@ def _counts_up(value: str) -> bool:
     )
 
 
+# A file's name, an archive's or object's key (`build/app_linux.zip`, `report-2024.csv`): what
+# an `S3Key` or `ObjectKey` holds. A generated token has no dot before a known extension.
+_FILE_NAME = re.compile(
+    r"[\w./-]*[A-Za-z0-9_-]\.(?:zip|tar|gz|tgz|bz2|xz|7z|rar|jar|war|whl|deb|rpm|json|ya?ml"
+    r"|toml|txt|csv|tsv|log|xml|html?|md|pdf|png|jpe?g|gif|svg|mp[34]|wav|js|ts|py|rb|go|java"
+    r"|sh|exe|dll|so|bin|iso|img|parquet|avro)"
+)
+
+
 def _path(value: str) -> bool:
     """A file path. A generated base64 value begins with "/" once in 64: its first segment is
     then long, without a dot, and mixes cases and digits, as no directory's name does."""
@@ -211,7 +220,7 @@ def generic_value(value: str, thresholds: Thresholds) -> bool:
     # ("ZQVLBSVYPPTVJKH4"); "SETTINGSTOKEN2" is one.
     if is_name(value) and not _base32_seed(value):
         return False
-    return not (_path(value) or _EMAIL.fullmatch(value))
+    return not (_path(value) or _EMAIL.fullmatch(value) or _FILE_NAME.fullmatch(value))
 
 
 @dataclass(frozen=True, slots=True)

@@ -380,3 +380,105 @@ def test_an_environment_file_word_password_is_one(text: str) -> None:
 )
 def test_unquoted_words_in_code_are_not_environment_passwords(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '  fbApiKey:            "{}",\n',  # YAML and JS objects aligned in a column
+        "    'password'        => '{}',\n",  # PHP and Ruby hashes
+        "$mail->Password      = '{}';\n",
+        "db_password\t\t\t= {}\n",  # INI aligned with tabs
+    ],
+)
+def test_values_aligned_in_a_column_are_read(template: str) -> None:
+    value = rand(20)
+    text = template.format(value)
+    assert [v for _, v in found(text)] == [value]
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Password                 Last changed\n",  # a table's header, no separator
+        "Password:                never expires\n",  # a word
+        "api_key                  = os.environ['API_KEY']\n",
+    ],
+)
+def test_aligned_columns_without_a_value_stay_clean(text: str) -> None:
+    assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # Keys as Django's startproject draws them (letters, digits and `!@#$%^&*(-_=+)`),
+        # made up here: symbols first, and `%(`, `$(` inside (`$(` and a letter is a shell command).
+        "%(^+=gr@cu@v9-v7ulhbk2s3!w&39w4+n3*k*$_du9e^cmago!",
+        "!k7^b2@q9#w_x(m4)z+e8=r1&t6*y3-u5%i0$o9p2^a7@s4!d",
+        "$r^cf%&ex!b6h-r&i*!scr3mk!%!_x0wfs_ya-imy+=vdx!p0q",
+        "&x*n3=p$(8k)q!w2@e7^r4%t9#y1_u6-i5+o0z2*c4&v6!b8m",
+        "django-insecure-_du9e^cmago!%(^+=gr@cu@v9-v7ulhbk2s3!w&39w4",
+    ],
+)
+def test_a_generated_key_with_symbols_is_no_template(value: str) -> None:
+    """A symbol first, or `%(` and `$(` inside, read as a reference or a template only when a
+    name follows: a generated key draws them anywhere. (A key that happens to hold what reads
+    as code, `==`, `&&`, `->`, `()` or `%s`, is still taken for code.)"""
+    text = f"SECRET_KEY = '{value}'\n"
+    assert "".join(v for _, v in found(text)) == value
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password = '%(db_password)s'\n",
+        "password = '$(cat /run/secrets/db)'\n",
+        "password: *default_password\n",
+        "password: !vault\n",
+        "password = '$HOME/$USER'\n",
+        "You can pass *codec_errors* to control how errors are handled.\n",
+        "pass **None** to disable it\n",
+    ],
+)
+def test_templates_references_and_emphasis_stay_placeholders(text: str) -> None:
+    assert found(text) == []
+
+
+def test_a_url_password_holding_an_at_sign_is_redacted_whole() -> None:
+    password = "bria@" + rand(9)
+    text = f"MONGO_URL=mongodb+srv://app:{password}@cluster0.ab12cd.mongodb.net/test\n"
+    assert found(text) == [("url_credentials", password)]
+    streamed_everywhere(text)
+    # The host's "@" ends a plain password, whatever follows the URL.
+    plain = rand(12)
+    text = f"postgres://app:{plain}@db.example.com:5432/app, mail admin@example.com\n"
+    assert found(text) == [("url_credentials", plain)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"NextToken": "9d624e0c-388b-4862-a31e-a85c64fc1d4a"',
+        'nextPageToken = "CiAKGjBpNDd2Nmp2Zml2cXRwYjBpOXA3"',
+        '"continuationToken": "eyJsYXN0IjoiMTIzNDUiLCJwYWdlIjoyfQ3x"',
+        '"ChangeToken": "abcd1234-57a8-4cd2-a8b4-0b1d2c3e4f5a"',
+        '"LockToken":"447e55ac-2396-4c6d-b9f9-86b67c17f8b5"',
+        '"IdempotencyToken": "527c5358-2a1a-4b9e-b1b9-7293b0ddff42"',
+        '"S3ObjectKey": "pipelines/app-build_linux-x64.zip"',
+        "<dsig:XPath>/env:body/child::b:foo[@att1 != 'c:val']</dsig:XPath>",
+    ],
+)
+def test_cursors_file_keys_and_xpath_are_not_secrets(text: str) -> None:
+    """An API's paging, idempotency and lock tokens pass through an agent's tool results and
+    must reach the next call unchanged; an object's key names a file."""
+    assert found(text) == []
+
+
+def test_a_real_token_next_to_a_cursor_is_still_found() -> None:
+    token = "ghp_" + rand(36)
+    client = rand(32)
+    text = f'{{"NextToken": "{token}", "client_token": "{client}"}}'
+    assert found(text) == [("github_token", token), ("generic_secret", client)]
