@@ -91,7 +91,9 @@ TOKEN_KEYS = (
     # ...` (OAuth 1.0), `SSWS ...` (Okta), in their own case.
     r"|(?-i:\bOAuth|\bSSWS)"
     r"|(?:access|private|priv|auth(?:entication)?|master|account|encryption|signing|session"
-    r"|consumer|license)[ _-]?key"
+    r"|consumer|license|storage|shared|hmac|subscription|service|admin|root|sdk)[ _-]?key"
+    # Duo's and others' "skey" (the secret key beside an "ikey", the integration key's id).
+    r"|(?:\b|_)skey\b"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
     # `totp_seed`, `otp_secret`, `hotpKey`, `2fa_code`: from the one-time password word on, so
@@ -145,6 +147,9 @@ SEPARATORS: tuple[str, ...] = (
     r"[ \t]{0,3}:[ \t]{0,3}&?[A-Za-z_][A-Za-z0-9_.]{0,19}[ \t]{0,3}=[ \t]{0,3}",
     # YAML: the value on the next line, plain or as a block scalar (`secret: >-`, `key: |`).
     r"[ \t]{0,3}:[ \t]{0,3}(?:[|>][-+]?[ \t]{0,3})?\r?\n[ \t]{1,16}",
+    # The value on the next line after "=", as Java's and Kotlin's formatters break a long
+    # assignment (`static final String ACCOUNT_KEY\n        = "..."`).
+    r"[ \t]{0,3}\r?\n[ \t]{1,16}=[ \t]{0,3}",
     # A literal fallback after an environment lookup: `os.environ.get("PASSWORD") or "..."`,
     # `process.env.JWT_SECRET || '...'`, `getenv('DB_PASS') ?: '...'`, `?? "..."`.
     r"\)?[ \t]{0,3}(?:\|\||\?\?|\?:)[ \t]{0,3}",

@@ -482,3 +482,32 @@ def test_a_real_token_next_to_a_cursor_is_still_found() -> None:
     client = rand(32)
     text = f'{{"NextToken": "{token}", "client_token": "{client}"}}'
     assert found(text) == [("github_token", token), ("generic_secret", client)]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '    static final String ACCOUNT_KEY\n            = "{}";\n',  # Java's formatter
+        "DUO_SKEY={}\n",  # Duo's secret key beside its integration key ("ikey")
+        '{{"duo": {{"ikey": "DIWJ8X5VFJR3N0M9ZQ1T", "skey": "{}"}}}}',
+        "AzureCleanup.exe -storagename prodbackups -storagekey {} -container sql\n",
+        "SHAREDKEY: {}\n",
+    ],
+)
+def test_more_key_names_and_a_value_on_the_next_line(template: str) -> None:
+    value = rand(40)
+    text = template.format(value)
+    assert found(text) == [("generic_secret", value)]
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '    static final String ACCOUNT_KEY\n            = System.getenv("ACCOUNT_KEY");\n',
+        "the monkey = banana\n",
+        "sskey = 42\n",
+    ],
+)
+def test_next_line_references_and_words_ending_in_key_stay_clean(text: str) -> None:
+    assert found(text) == []
