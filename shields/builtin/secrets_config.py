@@ -69,8 +69,13 @@ PASSWORD_KEYS = (
     # part: inside words their first letters ("he", "wa") would hold every "the" of a stream.
     r"|(?:\b|_)(?:senha|contrase(?:n|ny|\?)a|mot[ _-]?de[ _-]?passe|wachtwoord|salasana|heslo"
     r"|kennwort|parola|losenord)[A-Za-z0-9_-]{0,20}"
-    # Short keys only as a word of their own: "DB_PASS", "pw", not "compass" or "bypass".
-    r"|(?:\b|_)(?:pass|pw)(?:[_-][A-Za-z0-9_-]{0,20})?"
+    # Short keys only as a word of their own: "DB_PASS", "pw", not "compass" or "bypass";
+    # glued to what the password is for as PHP and shell scripts name it (`$dbpass`,
+    # `smtppass`, `rootpw`), from a list: "bypass", "overpass" and Apache's "ProxyPass" are
+    # not passwords (nor is "sshpass": a program, whose `-p` gives the password).
+    r"|(?:\b|_)(?:db|mysql|sql|pg|ftp|sftp|smtp|mail|email|root|admin|user|ldap|my|new|old"
+    r"|web|wifi|wlan|redis|mongo|site|server|vpn|rdp|bind|rabbit|imap|pop3?|ad)?"
+    r"(?:pass|pw)(?:[_-][A-Za-z0-9_-]{0,20})?"
     # Servers' own password directives: Redis `requirepass`/`masterauth`, OpenLDAP and
     # nss-ldap `rootpw`/`bindpw`.
     r"|\b(?:requirepass|masterauth|rootpw|bindpw)\b"

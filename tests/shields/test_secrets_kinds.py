@@ -511,3 +511,23 @@ def test_more_key_names_and_a_value_on_the_next_line(template: str) -> None:
 )
 def test_next_line_references_and_words_ending_in_key_stay_clean(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["$dbpass = 'Wq7rTz9kLm';\n", "smtppass: Wq7rTz9kLm\n", "$ftppass='Wq7rTz9kLm';\n"],
+)
+def test_a_password_key_glued_to_what_it_is_for(text: str) -> None:
+    assert found(text) == [("config_password", "Wq7rTz9kLm")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bypass = 'Wq7rTz9kLm'\n",
+        "ProxyPass /app http://backend:8080/app\n",
+        "the compass: Wq7rTz9kLm\n",
+    ],
+)
+def test_words_ending_in_pass_are_no_password_keys(text: str) -> None:
+    assert found(text) == []
