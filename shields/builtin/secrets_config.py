@@ -562,6 +562,10 @@ def _word_password(context: str, value: str) -> bool:
     return _chosen_word(value)
 
 
+def _yaml_word(_context: str, value: str, _thresholds: Thresholds) -> bool:
+    return _chosen_word(value) and not _placeholder(value)
+
+
 def _password_placeholder(value: str) -> bool:
     """A placeholder as ``_placeholder`` says, except that people append a counted run to a
     word they choose (`abuser123456`, `Summer123456`): an ascending run makes a password a
@@ -1070,6 +1074,20 @@ CONFIG_RULES: tuple[Rule, ...] = (
         r"|(?:[ \t]{1,2}-{1,2}[A-Za-z][\w-]{0,8}(?:[ \t]{1,2}[^\s-][^\s]{0,15})?)?"
         r"[ \t]{1,2}(?:-[pPw]|/p:)[ \t=]{0,3}\\?[\"']?([^\s\"'\\]{1,40}))",
         judge=_cli_option_password,
+    ),
+    Rule(
+        "yaml_word_password",
+        "A word chosen as a password, as a YAML mapping's plain value that ends its line "
+        "(`password: sunshine`, `MYSQL_PASSWORD: wordpress` in a compose file). Only there: "
+        "in prose and code the same shape is a label or a variable (`good passwords: "
+        "entropy.`, `{password: userpass},`)",
+        # A snake_case or capitals key, singular: prose capitalizes its labels ("Password:
+        # incorrect") and talks of passwords in the plural.
+        r"\b(?:[a-z0-9_]{0,24}(?:password|passwd)(?:_[a-z0-9_]{1,12})?"
+        r"|[A-Z0-9_]{0,24}(?:PASSWORD|PASSWD|PASS)(?:_[A-Z0-9_]{1,12})?):[ \t]{1,3}",
+        r"([a-z]{6,40})",
+        judge=_yaml_word,
+        not_followed_by="^\r\n",  # the line ends with the word
     ),
     Rule(
         "pgpass_password",

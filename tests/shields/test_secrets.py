@@ -245,6 +245,9 @@ FAKES: dict[str, Fake] = {
         lambda r: "xkeysib-" + rand(r, 64, HEX) + "-" + rand(r, 16, mixed=True)
     ),
     "postman_api_key": _whole(lambda r: "PMAK-" + rand(r, 24, HEX) + "-" + rand(r, 34, HEX)),
+    "yaml_word_password": _assigned(
+        "database:\n  password: {}\n", lambda r: rand(r, 9, string.ascii_lowercase)
+    ),
     "twitch_stream_key": _whole(lambda r: "live_126031192_" + rand(r, 30, mixed=True)),
     "telegram_bot_token": _whole(
         lambda r: rand(r, 10, "123456789") + ":AA" + rand(r, 33, B64URL, mixed=True)

@@ -531,3 +531,32 @@ def test_a_password_key_glued_to_what_it_is_for(text: str) -> None:
 )
 def test_words_ending_in_pass_are_no_password_keys(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "database:\n  user: app\n  password: sunshine\n  host: db\n",
+        "services:\n  db:\n    environment:\n      MYSQL_PASSWORD: wordpress\n",
+        "environment:\n  - POSTGRES_ROOT_PASSWORD: letmein\n",
+    ],
+)
+def test_a_yaml_plain_word_that_ends_its_line_is_a_password(text: str) -> None:
+    word = text.split("PASSWORD: " if "PASSWORD" in text else "password: ")[1].split("\n")[0]
+    assert found(text) == [("yaml_word_password", word)]
+    streamed_everywhere(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The secret of good passwords: entropy.\n",  # plural, prose
+        "Password: incorrect\n",  # a label
+        "password: sunshine and moonlight\n",  # the line goes on: prose
+        "password: required\n",  # a field's description
+        "password: changeme\n",  # a placeholder
+        "const options = {password: userpass, user}\n",  # a variable
+    ],
+)
+def test_words_after_a_password_label_elsewhere_are_not_passwords(text: str) -> None:
+    assert found(text) == []
