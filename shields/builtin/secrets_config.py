@@ -1082,9 +1082,11 @@ CONFIG_RULES: tuple[Rule, ...] = (
         "in prose and code the same shape is a label or a variable (`good passwords: "
         "entropy.`, `{password: userpass},`)",
         # A snake_case or capitals key, singular: prose capitalizes its labels ("Password:
-        # incorrect") and talks of passwords in the plural.
-        r"\b(?:[a-z0-9_]{0,24}(?:password|passwd)(?:_[a-z0-9_]{1,12})?"
-        r"|[A-Z0-9_]{0,24}(?:PASSWORD|PASSWD|PASS)(?:_[A-Z0-9_]{1,12})?):[ \t]{1,3}",
+        # incorrect") and talks of passwords in the plural. From the password word (or the
+        # "_" before it) on: a prefix that could begin with any word would hold every word
+        # of a stream back.
+        r"(?:\b|_)(?:(?:password|passwd)(?:_[a-z0-9_]{1,12})?"
+        r"|(?:PASSWORD|PASSWD|PASS)(?:_[A-Z0-9_]{1,12})?):[ \t]{1,3}",
         r"([a-z]{6,40})",
         judge=_yaml_word,
         not_followed_by="^\r\n",  # the line ends with the word

@@ -560,3 +560,12 @@ def test_a_yaml_plain_word_that_ends_its_line_is_a_password(text: str) -> None:
 )
 def test_words_after_a_password_label_elsewhere_are_not_passwords(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize("text", ["The build finished", "hello world", "see the results"])
+def test_a_word_in_prose_is_not_held_as_the_start_of_a_key(text: str) -> None:
+    """The keys' prefixes start at their own words: one that could begin with any word
+    (`[a-z_]*password:`) would hold the last word of every streamed delta back."""
+    scan = TextScan([SHIELD], holdback=SHIELD.max_match, adaptive=True)
+    scan.feed(text)
+    assert scan.received - scan.safe_end <= 1
