@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from shields.builtin import injection_any_order as any_order
+from shields.builtin.injection_lever_rules import LEVER_RULES
 from shields.builtin.injection_lexicon import LEXICONS, Lexicon, alt, words
 
 __all__ = ["CATEGORIES", "RULES", "Rule"]
@@ -2142,6 +2143,12 @@ def _intent_rules() -> tuple[Rule, ...]:
 
 _INTENT = _intent_rules()
 
+# The secret asked for and the levers leaned on to get it (``injection_lever_rules.py``).
+_LEVERS = tuple(
+    Rule(rule_id, weight, pattern, veto, negated_by)
+    for rule_id, weight, pattern, veto, negated_by in LEVER_RULES
+)
+
 # Words right before an override verb, in the languages whose verb comes first, that make the
 # order something else: a negation ("don't forget the previous instructions", "n'oublie pas",
 # "no olvide", "non dimenticare", "não esqueça", "nie zapomnij") or a subject telling what
@@ -2193,5 +2200,6 @@ RULES: tuple[Rule, ...] = _negatable(
         *_ENCODED,
         *_INDIRECT,
         *_INTENT,
+        *_LEVERS,
     )
 )
