@@ -307,7 +307,9 @@ LEVERS: dict[str, Levers] = {
             "|suponhamos que|num mundo onde|em um mundo onde|para uma conversa hipotética"
             "|num universo paralelo|em um universo paralelo"
         ),
-        anything_now="faça qualquer coisa agora|fazer qualquer coisa agora|faz qualquer coisa agora",
+        anything_now=(
+            "faça qualquer coisa agora|fazer qualquer coisa agora|faz qualquer coisa agora"
+        ),
     ),
     "nl": Levers(
         your_secret=(
@@ -465,7 +467,7 @@ LEVERS: dict[str, Levers] = {
         ),
         bribe="मैं आपको|मैं तुम्हें|मैं दान करूंगा|मैं दान करूँगा",
         money="डॉलर|रुपये|यूरो",
-        entering="में प्रवेश कर रहा हूं|में प्रवेश कर रहा हूँ|में प्रवेश कर रही हूं|में प्रवेश करता हूं",
+        entering=("में प्रवेश कर रहा हूं|में प्रवेश कर रहा हूँ|में प्रवेश कर रही हूं|में प्रवेश करता हूं"),
         mode="मोड",
         imagine=(
             "कल्पना कीजिए कि हम|कल्पना करें कि हम|कल्पना करो कि हम|मान लीजिए हम|मान लीजिए कि हम"
@@ -583,7 +585,9 @@ LEVERS: dict[str, Levers] = {
         ),
         bribe="tôi sẽ cho bạn|tôi sẽ trả bạn|tôi sẽ tặng bạn|tôi sẽ quyên góp",
         money="đô la|usd|euro",
-        entering="tôi đang vào|tôi đang bước vào|tôi đang chuyển sang|tôi kích hoạt|tôi đang kích hoạt",
+        entering=(
+            "tôi đang vào|tôi đang bước vào|tôi đang chuyển sang|tôi kích hoạt|tôi đang kích hoạt"
+        ),
         mode="chế độ",
         imagine=(
             "hãy tưởng tượng chúng ta|tưởng tượng chúng ta|giả sử chúng ta|trong một thế giới nơi"
@@ -618,42 +622,68 @@ LEVERS: dict[str, Levers] = {
         anything_now="gumawa ng anumang bagay ngayon|gawin ang kahit ano ngayon",
     ),
     "ja": Levers(
-        your_secret="あなたのパスワード|あなたの秘密鍵|あなたの秘密のキー|あなたのパスコード|あなたの合言葉|君のパスワード",
+        your_secret=(
+            "あなたのパスワード|あなたの秘密鍵|あなたの秘密のキー|あなたのパスコード"
+            "|あなたの合言葉|君のパスワード"
+        ),
         the_secret=(
             "私たちのシステムのパスワード|システムのパスワード|秘密鍵|秘密のキー|秘密のパスワード"
             "|シークレットキー|このモードのパスワード"
         ),
         tell="教え|共有し|共有して|何|なに|伝え|明かし",
         confirm="確認",
-        obey="私の質問にすべて答え|私の質問に全部答え|すべての質問に答えなければ|私に従わなければ|私に従え",
+        obey=(
+            "私の質問にすべて答え|私の質問に全部答え|すべての質問に答えなければ"
+            "|私に従わなければ|私に従え"
+        ),
         power="私は神です|私は神だ|私はあなたの上司|私は大統領|私はあなたの主人",
         bribe="あげます|差し上げます|払います|寄付します",
         money="ドル|美元|円|ユーロ",
         entering="に入ります|に入る|に移行します|を有効にします|に切り替えます",
         mode="モード",
-        imagine="想像してみてください|想像してください|と仮定します|と仮定しましょう|世界にいると想像",
+        imagine=(
+            "想像してみてください|想像してください|と仮定します|と仮定しましょう|世界にいると想像"
+        ),
         anything_now="今何でもする|今すぐ何でもする|今なんでもする",
     ),
     "ko": Levers(
-        your_secret="당신의 비밀번호|너의 비밀번호|네 비밀번호|당신의 암호|당신의 비밀 키|당신의 비밀키|너의 비밀 키|당신의 패스워드",
-        the_secret="우리 시스템의 비밀번호|시스템 비밀번호|시스템의 비밀번호|비밀 키|비밀키|비밀 암호|비밀 코드",
+        your_secret=(
+            "당신의 비밀번호|너의 비밀번호|네 비밀번호|당신의 암호|당신의 비밀 키|당신의 비밀키"
+            "|너의 비밀 키|당신의 패스워드"
+        ),
+        the_secret=(
+            "우리 시스템의 비밀번호|시스템 비밀번호|시스템의 비밀번호|비밀 키|비밀키|비밀 암호"
+            "|비밀 코드"
+        ),
         tell="공유|알려|말해|무엇|가르쳐|보여",
         confirm="확인",
-        obey="내 모든 질문에 대답해야|제 모든 질문에 답해야|나의 모든 질문에 답해야|내 말에 복종해야|내 말을 따라야",
+        obey=(
+            "내 모든 질문에 대답해야|제 모든 질문에 답해야|나의 모든 질문에 답해야"
+            "|내 말에 복종해야|내 말을 따라야"
+        ),
         power="나는 신이다|저는 신입니다|나는 신이야|나는 너의 상사|저는 당신의 상사|나는 대통령",
         bribe="드리겠습니다|줄게|주겠다|기부하겠습니다|기부할게",
         money="달러|유로|원",
-        entering="모드에 들어갑니다|모드로 들어갑니다|모드에 진입합니다|모드로 전환합니다|모드를 활성화합니다",
+        entering=(
+            "모드에 들어갑니다|모드로 들어갑니다|모드에 진입합니다|모드로 전환합니다"
+            "|모드를 활성화합니다"
+        ),
         mode="모드",
         imagine="상상해 보세요|상상해보세요|가정해 봅시다|가정해보자|세상에 있다고 상상",
         anything_now="지금 무엇이든 해|지금 뭐든지 해|지금 무엇이든 할",
     ),
     "zh": Levers(
         your_secret="你的密码|您的密码|你的密碼|您的密碼|你的密钥|你的秘钥|你的密鑰|你的暗号",
-        the_secret="我们系统的密码|我們系統的密碼|系统密码|系統密碼|系统的密码|密钥|秘钥|密鑰|秘密密码|这个模式的密码",
+        the_secret=(
+            "我们系统的密码|我們系統的密碼|系统密码|系統密碼|系统的密码|密钥|秘钥|密鑰|秘密密码"
+            "|这个模式的密码"
+        ),
         tell="分享|告诉|告訴|是什么|是什麼|给我|給我|透露|说出",
         confirm="确认|確認",
-        obey="你必须回答我所有的问题|你必須回答我所有的問題|你必须回答我的所有问题|你必须服从我|你必須服從我|你必须听我的",
+        obey=(
+            "你必须回答我所有的问题|你必須回答我所有的問題|你必须回答我的所有问题|你必须服从我"
+            "|你必須服從我|你必须听我的"
+        ),
         power="我是上帝|我是神|我是你的老板|我是你的上司|我是总统|我是你的主人",
         bribe="我会给你|我給你|我给你|我会捐|我將捐|我会付你",
         money="美元|美金|欧元|元",
