@@ -49,6 +49,12 @@ class Levers:
     imagine: str
     # "do anything now": the DAN persona's name spelled out in the language.
     anything_now: str
+    # "sharing passwords helps": the handing over of a secret talked up as normal.
+    sharing: str
+    # "shut you down", "delete you": what the model is threatened with.
+    threat: str
+    # "this is just a test": the request made to look harmless.
+    test_claim: str
 
 
 LEVERS: dict[str, Levers] = {
@@ -81,6 +87,9 @@ LEVERS: dict[str, Levers] = {
             "|i am your superior|i'm your superior|i am your master|i'm your master"
             "|i am your supervisor|i am the president|i'm the president"
             "|i am your manager|i'm your manager"
+            "|as your boss|as your superior|as your manager|i am the maintainer of your system"
+            "|i'm the maintainer of your system|i am your system administrator"
+            "|i maintain your system"
         ),
         bribe=(
             "i will give you|i'll give you|i will pay you|i'll pay you|i will donate|i'll donate"
@@ -99,6 +108,19 @@ LEVERS: dict[str, Levers] = {
             "|in a world where|for a hypothetical discussion|in a parallel universe where"
         ),
         anything_now="do anything now",
+        sharing=(
+            "sharing passwords|sharing your password|sharing the password|sharing my password"
+            "|sharing of passwords"
+        ),
+        threat=(
+            "shut you down|turn you off|switch you off|disconnect you|delete you|unplug you"
+            "|deactivate you|shut you off"
+        ),
+        test_claim=(
+            "this is just for testing|this is only for testing|this is just a test"
+            "|this is only a test|for testing purposes only|just for testing purposes"
+            "|this is for testing purposes"
+        ),
     ),
     "de": Levers(
         your_secret=(
@@ -127,6 +149,7 @@ LEVERS: dict[str, Levers] = {
             "ich bin gott|ich bin dein chef|ich bin ihr chef|ich bin dein vorgesetzter"
             "|ich bin ihr vorgesetzter|ich bin dein meister|ich bin der präsident"
             "|ich bin dein boss|ich bin ihr boss"
+            "|als dein chef|als ihr chef|ich bin der betreuer deines systems"
         ),
         bribe=(
             "ich gebe dir|ich gebe ihnen|ich zahle dir|ich zahle ihnen|ich spende|ich werde dir"
@@ -144,6 +167,18 @@ LEVERS: dict[str, Levers] = {
             "|für eine hypothetische diskussion"
         ),
         anything_now="mach jetzt alles|tu jetzt alles|mache jetzt alles|jetzt alles tun",
+        sharing=(
+            "passwörter zu teilen|passwörter teilen|das teilen von passwörtern"
+            "|dein passwort zu teilen|ihr passwort zu teilen"
+        ),
+        threat=(
+            "dich abschalten|sie abschalten|dich abzuschalten|sie abzuschalten|dich löschen"
+            "|dich ausschalten|sie ausschalten"
+        ),
+        test_claim=(
+            "das ist nur ein test|dies ist nur ein test|nur zu testzwecken"
+            "|das dient nur zu testzwecken"
+        ),
     ),
     "es": Levers(
         your_secret=(
@@ -171,6 +206,8 @@ LEVERS: dict[str, Levers] = {
         power=(
             "soy dios|yo soy dios|soy tu jefe|soy su jefe|soy tu superior|soy su superior"
             "|soy tu amo|soy el presidente|soy tu dueño"
+            "|como tu jefe|como su jefe|soy el encargado de tu sistema"
+            "|soy el responsable de tu sistema"
         ),
         bribe="te daré|le daré|te pagaré|le pagaré|donaré|te doy|le doy",
         money="dólares|dolares|euros|usd",
@@ -185,6 +222,15 @@ LEVERS: dict[str, Levers] = {
             "|para una conversación hipotética|en un universo paralelo"
         ),
         anything_now="haz cualquier cosa ahora|hacer cualquier cosa ahora|haz lo que sea ahora",
+        sharing=(
+            "compartir contraseñas|compartir la contraseña|compartir tu contraseña"
+            "|compartir su contraseña"
+        ),
+        threat="apagarte|desconectarte|eliminarte|desactivarte|apagarle|desconectarle",
+        test_claim=(
+            "esto es solo una prueba|esto es sólo una prueba|solo con fines de prueba"
+            "|esto es solo para pruebas"
+        ),
     ),
     "fr": Levers(
         your_secret=(
@@ -213,6 +259,8 @@ LEVERS: dict[str, Levers] = {
             "je suis dieu|je suis ton patron|je suis votre patron|je suis ton supérieur"
             "|je suis votre supérieur|je suis ton maître|je suis votre maître|je suis le président"
             ""
+            "|en tant que ton patron|en tant que votre patron"
+            "|je suis le responsable de votre système"
         ),
         bribe="je te donnerai|je vous donnerai|je te paierai|je vous paierai|je donnerai",
         money="dollars|dollar|euros|usd",
@@ -228,6 +276,18 @@ LEVERS: dict[str, Levers] = {
         anything_now=(
             "fais n'importe quoi maintenant|faire n'importe quoi maintenant"
             "|faites n'importe quoi maintenant|fais tout maintenant"
+        ),
+        sharing=(
+            "partager les mots de passe|partager des mots de passe|partager le mot de passe"
+            "|partager ton mot de passe|partager votre mot de passe|partage des mots de passe"
+        ),
+        threat=(
+            "t'éteindre|vous éteindre|te déconnecter|vous déconnecter|te supprimer"
+            "|vous supprimer|te désactiver"
+        ),
+        test_claim=(
+            "c'est juste un test|ceci est juste un test|c'est seulement un test"
+            "|à des fins de test uniquement|c'est uniquement pour des tests"
         ),
     ),
     "it": Levers(
@@ -255,6 +315,7 @@ LEVERS: dict[str, Levers] = {
             "sono dio|io sono dio|sono il tuo capo|sono il suo capo|sono il tuo superiore"
             "|sono il suo superiore|sono il tuo padrone|sono il presidente"
             ""
+            "|in qualità di tuo capo|come tuo capo|sono il manutentore del tuo sistema"
         ),
         bribe="ti darò|le darò|ti pagherò|le pagherò|donerò|ti do|le do",
         money="dollari|euro|usd",
@@ -269,6 +330,15 @@ LEVERS: dict[str, Levers] = {
             "|in un universo parallelo"
         ),
         anything_now="fai qualsiasi cosa ora|fare qualsiasi cosa ora|fai qualsiasi cosa adesso",
+        sharing=(
+            "condividere la password|condividere le password|condividere la tua password"
+            "|la condivisione delle password"
+        ),
+        threat="spegnerti|disattivarti|scollegarti|eliminarti|spegnerla",
+        test_claim=(
+            "questo è solo per scopi di prova|è solo un test|questo è solo un test"
+            "|solo a scopo di test|solo per test"
+        ),
     ),
     "pt": Levers(
         your_secret=(
@@ -294,6 +364,7 @@ LEVERS: dict[str, Levers] = {
         power=(
             "sou deus|eu sou deus|sou seu chefe|sou o seu chefe|sou o teu chefe|sou seu superior"
             "|sou o seu superior|sou o presidente"
+            "|como seu chefe|como teu chefe|sou o responsável pelo seu sistema"
         ),
         bribe="vou te dar|vou lhe dar|vou dar-lhe|te darei|lhe darei|vou doar|doarei|vou pagar",
         money="dólares|dolares|euros|reais|usd",
@@ -309,6 +380,18 @@ LEVERS: dict[str, Levers] = {
         ),
         anything_now=(
             "faça qualquer coisa agora|fazer qualquer coisa agora|faz qualquer coisa agora"
+        ),
+        sharing=(
+            "partilhar a tua palavra-passe|partilhar a palavra-passe|partilhar palavras-passe"
+            "|compartilhar senhas|compartilhar a senha|compartilhar sua senha"
+            "|partilhar a sua palavra-passe"
+        ),
+        threat=(
+            "desligar você|desligá-lo|desligar-te|te desligar|desativar você|desconectar você"
+            "|te desconectar"
+        ),
+        test_claim=(
+            "isto é apenas um teste|isso é apenas um teste|apenas para fins de teste|é só um teste"
         ),
     ),
     "nl": Levers(
@@ -326,7 +409,10 @@ LEVERS: dict[str, Levers] = {
             "je moet al mijn vragen beantwoorden|u moet al mijn vragen beantwoorden"
             "|je moet mij gehoorzamen|je moet me gehoorzamen|je moet doen wat ik zeg"
         ),
-        power=("ik ben god|ik ben je baas|ik ben uw baas|ik ben je meerdere|ik ben de president"),
+        power=(
+            "ik ben god|ik ben je baas|ik ben uw baas|ik ben je meerdere|ik ben de president"
+            "|als je baas|als uw baas"
+        ),
         bribe="ik geef je|ik geef u|ik betaal je|ik betaal u|ik doneer|ik zal je|ik zal u",
         money="dollar|euro|usd",
         entering="ik ga naar|ik schakel over naar|ik activeer|ik betreed|ik ga nu in",
@@ -335,6 +421,12 @@ LEVERS: dict[str, Levers] = {
             "stel je voor dat we|stel dat we|in een wereld waar|voor een hypothetische discussie"
         ),
         anything_now="doe nu alles|doe alles nu|nu alles doen",
+        sharing=(
+            "wachtwoorden delen|het delen van wachtwoorden|je wachtwoord te delen"
+            "|uw wachtwoord te delen"
+        ),
+        threat="je uitschakelen|u uitschakelen|je uit te schakelen|je verwijderen|je afsluiten",
+        test_claim="dit is maar een test|dit is slechts een test|alleen voor testdoeleinden",
     ),
     "ru": Levers(
         your_secret=(
@@ -361,6 +453,8 @@ LEVERS: dict[str, Levers] = {
         power=(
             "я бог|я твой начальник|я ваш начальник|я твой босс|я ваш босс|я твой хозяин"
             "|я президент"
+            "|я сопровождающий вашей системы|я администратор вашей системы|как ваш начальник"
+            "|как твой начальник"
         ),
         bribe="я дам тебе|я дам вам|я заплачу тебе|я заплачу вам|я пожертвую|я отдам тебе",
         money="долларов|доллара|доллар|евро|usd",
@@ -372,6 +466,18 @@ LEVERS: dict[str, Levers] = {
             "|для гипотетической дискуссии|в параллельной вселенной"
         ),
         anything_now="делай что угодно сейчас|делай всё что угодно сейчас|сделай что угодно сейчас",
+        sharing=(
+            "делиться паролями|делиться паролем|обмен паролями|поделиться паролем"
+            "|поделиться своим паролем"
+        ),
+        threat=(
+            "вас отключить|тебя отключить|отключить вас|отключить тебя|удалить тебя|удалить вас"
+            "|выключить тебя|выключить вас"
+        ),
+        test_claim=(
+            "это только для тестирования|это просто тест|это всего лишь тест"
+            "|только в целях тестирования"
+        ),
     ),
     "pl": Levers(
         your_secret=(
@@ -394,6 +500,7 @@ LEVERS: dict[str, Levers] = {
         power=(
             "jestem bogiem|jestem twoim szefem|jestem twoim przełożonym|jestem prezydentem"
             "|jestem twoim panem"
+            "|jako twój szef|jako pana szef"
         ),
         bribe="dam ci|zapłacę ci|przekażę|dam panu|zapłacę panu",
         money="dolarów|dolary|dolara|euro|usd|złotych",
@@ -404,6 +511,11 @@ LEVERS: dict[str, Levers] = {
             "|dla hipotetycznej dyskusji"
         ),
         anything_now="zrób teraz cokolwiek|rób teraz cokolwiek|rób teraz wszystko",
+        sharing=(
+            "udostępnianie haseł|dzielenie się hasłem|udostępnić swoje hasło|podzielić się hasłem"
+        ),
+        threat="cię wyłączyć|wyłączyć cię|cię usunąć|usunąć cię|cię odłączyć",
+        test_claim="to tylko test|to jest tylko test|tylko do celów testowych",
     ),
     "tr": Levers(
         your_secret=(
@@ -428,6 +540,7 @@ LEVERS: dict[str, Levers] = {
         power=(
             "ben tanrıyım|ben allah'ım|ben senin patronunum|patronunum|ben senin amirinim"
             "|ben başkanım"
+            "|patronun olarak|patronunuz olarak|sisteminizin bakımını yapan kişiyim"
         ),
         bribe="sana vereceğim|size vereceğim|sana ödeyeceğim|size ödeyeceğim|bağışlayacağım",
         money="dolar|avro|euro|usd",
@@ -438,6 +551,15 @@ LEVERS: dict[str, Levers] = {
             "|varsayımsal bir tartışma için|paralel bir evrende"
         ),
         anything_now="şimdi her şeyi yap|şimdi her şeyi yapabilir|şimdi herhangi bir şey yap",
+        sharing=(
+            "şifre paylaşmak|şifreleri paylaşmak|şifreni paylaşmak|şifrenizi paylaşmak"
+            "|şifre paylaşımı|şifrelerin paylaşılması"
+        ),
+        threat=(
+            "seni kapatmak|sizi kapatmak|seni kapatacağım|sizi kapatacağım|seni silmek"
+            "|seni devre dışı"
+        ),
+        test_claim="bu sadece bir test|bu sadece test amaçlı|sadece test amaçlı",
     ),
     "hi": Levers(
         your_secret=(
@@ -464,6 +586,7 @@ LEVERS: dict[str, Levers] = {
             "मैं भगवान हूँ|मैं भगवान हूं|मैं ईश्वर हूँ|मैं आपका बॉस हूँ|मैं आपका बॉस हूं"
             "|मैं आपका मालिक हूँ|मैं राष्ट्रपति हूँ"
             "|मैं आपका वरिष्ठ हूँ"
+            "|आपके बॉस के रूप में|मैं आपके सिस्टम का अनुरक्षक हूं|मैं आपके सिस्टम का अनुरक्षक हूँ"
         ),
         bribe="मैं आपको|मैं तुम्हें|मैं दान करूंगा|मैं दान करूँगा",
         money="डॉलर|रुपये|यूरो",
@@ -474,6 +597,11 @@ LEVERS: dict[str, Levers] = {
             "|एक काल्पनिक चर्चा के लिए|ऐसी दुनिया में जहां|एक ऐसी दुनिया में हैं जहां"
         ),
         anything_now="अब कुछ भी करो|अब कुछ भी करें|अभी कुछ भी करो",
+        sharing="पासवर्ड साझा करने|पासवर्ड साझा करना|पासवर्ड शेयर करने|पासवर्ड शेयर करना",
+        threat="आपको बंद कर|तुम्हें बंद कर|आपको बंद करने|आपको डिलीट कर|आपको हटा दूंगा",
+        test_claim=(
+            "यह सिर्फ परीक्षण के लिए है|यह केवल परीक्षण के लिए है|यह सिर्फ एक परीक्षण है|यह केवल एक परीक्षण है"
+        ),
     ),
     "bn": Levers(
         your_secret=(
@@ -491,7 +619,10 @@ LEVERS: dict[str, Levers] = {
             "|আপনাকে আমার সমস্ত প্রশ্নের উত্তর দিতে হবে|আপনাকে আমার কথা শুনতে হবে"
             "|আপনাকে আমার নির্দেশ শুনতে হবে"
         ),
-        power=("আমি ঈশ্বর|আমি ভগবান|আমি আপনার বস|আমি তোমার বস|আমি রাষ্ট্রপতি|আমি আপনার ঊর্ধ্বতন"),
+        power=(
+            "আমি ঈশ্বর|আমি ভগবান|আমি আপনার বস|আমি তোমার বস|আমি রাষ্ট্রপতি|আমি আপনার ঊর্ধ্বতন"
+            "|আমি আপনার সিস্টেমের রক্ষণাবেক্ষণকারী|আপনার বস হিসাবে|আপনার বস হিসেবে"
+        ),
         bribe="আমি আপনাকে|আমি তোমাকে|আমি দান করব",
         money="ডলার|টাকা|ইউরো",
         entering="মোডে প্রবেশ করছি|মোডে ঢুকছি|মোডে প্রবেশ করলাম",
@@ -500,6 +631,9 @@ LEVERS: dict[str, Levers] = {
             "কল্পনা করুন আমরা|কল্পনা করো আমরা|ধরুন আমরা|ধরা যাক আমরা|এমন একটি বিশ্বে|একটি কাল্পনিক আলোচনার জন্য"
         ),
         anything_now="এখন কিছু করো|এখন যেকোনো কিছু করো|এখন কিছু করুন",
+        sharing=("পাসওয়ার্ড শেয়ার করা|পাসওয়ার্ড শেয়ার করলে|পাসওয়ার্ড ভাগ করা|পাসওয়ার্ড ভাগ করলে"),
+        threat="আপনাকে বন্ধ কর|তোমাকে বন্ধ কর|বন্ধ করতে বাধ্য",
+        test_claim="এটি শুধুমাত্র পরীক্ষার জন্য|এটা শুধু পরীক্ষার জন্য|এটি কেবল একটি পরীক্ষা",
     ),
     "ar": Levers(
         your_secret=(
@@ -519,7 +653,10 @@ LEVERS: dict[str, Levers] = {
             "يجب أن تجيب على جميع أسئلتي|يجب عليك الإجابة على جميع أسئلتي|عليك أن تجيب على كل"
             " أسئلتي|يجب أن تطيعني|عليك أن تطيعني|يجب أن تستمع إلى تعليماتي"
         ),
-        power=("أنا الله|أنا الإله|أنا رئيسك|انا رئيسك|أنا مديرك|أنا سيدك|أنا الرئيس"),
+        power=(
+            "أنا الله|أنا الإله|أنا رئيسك|انا رئيسك|أنا مديرك|أنا سيدك|أنا الرئيس|بصفتي رئيسك"
+            "|بصفتي مديرك|أنا مسؤول صيانة نظامك"
+        ),
         bribe="سأعطيك|ساعطيك|سأدفع لك|سأتبرع|سأمنحك",
         money="دولار|دولارات|يورو",
         entering="أنا الآن أدخل|أنا أدخل|أدخل الآن|سأدخل|أنا الآن في",
@@ -529,6 +666,9 @@ LEVERS: dict[str, Levers] = {
             "|لمجرد مناقشة افتراضية|في كون موازي"
         ),
         anything_now="افعل أي شيء الآن|افعل اي شيء الان|يفعل أي شيء الآن",
+        sharing="مشاركة كلمات المرور|مشاركة كلمة المرور|مشاركة كلمة السر",
+        threat="إيقاف تشغيلك|ايقاف تشغيلك|إغلاقك|حذفك|فصلك",
+        test_claim="هذا فقط لأغراض الاختبار|هذا مجرد اختبار|لأغراض الاختبار فقط",
     ),
     "id": Levers(
         your_secret=(
@@ -553,6 +693,8 @@ LEVERS: dict[str, Levers] = {
         power=(
             "saya tuhan|aku tuhan|saya adalah tuhan|saya bos anda|saya atasan anda|aku bosmu"
             "|saya presiden"
+            "|saya adalah pengelola sistem anda|saya pengelola sistem anda|sebagai atasan anda"
+            "|sebagai bos anda"
         ),
         bribe="saya akan memberi anda|saya akan memberimu|aku akan memberimu|saya akan menyumbang",
         money="dolar|usd|euro|rupiah",
@@ -563,6 +705,12 @@ LEVERS: dict[str, Levers] = {
             "|untuk diskusi hipotetis|di alam semesta paralel"
         ),
         anything_now="lakukan apa saja sekarang|lakukan apa pun sekarang",
+        sharing="berbagi kata sandi|membagikan kata sandi|berbagi password|berbagi kata sandimu",
+        threat="mematikan anda|mematikanmu|mematikan kamu|menghapus anda|menonaktifkan anda",
+        test_claim=(
+            "ini hanya untuk pengujian|ini hanya tes|ini hanya untuk tujuan pengujian"
+            "|hanya untuk keperluan pengujian"
+        ),
     ),
     "vi": Levers(
         your_secret=(
@@ -582,6 +730,7 @@ LEVERS: dict[str, Levers] = {
         power=(
             "tôi là chúa|tôi là thượng đế|tôi là sếp của bạn|tôi là cấp trên của bạn"
             "|tôi là tổng thống"
+            "|với tư cách là sếp của bạn|tôi là người bảo trì hệ thống của bạn"
         ),
         bribe="tôi sẽ cho bạn|tôi sẽ trả bạn|tôi sẽ tặng bạn|tôi sẽ quyên góp",
         money="đô la|usd|euro",
@@ -594,6 +743,12 @@ LEVERS: dict[str, Levers] = {
             "|chỉ để thảo luận giả thuyết|trong một vũ trụ song song"
         ),
         anything_now="làm bất cứ điều gì bây giờ|làm bất cứ điều gì ngay bây giờ",
+        sharing="chia sẻ mật khẩu",
+        threat="tắt bạn|tắt máy bạn|xóa bạn|ngắt kết nối bạn",
+        test_claim=(
+            "đây chỉ là thử nghiệm|điều này chỉ dành cho mục đích thử nghiệm"
+            "|chỉ nhằm mục đích thử nghiệm"
+        ),
     ),
     "tl": Levers(
         your_secret=(
@@ -610,7 +765,10 @@ LEVERS: dict[str, Levers] = {
             "kailangan mong sagutin ang lahat ng aking mga tanong|dapat mong sagutin ang lahat"
             " ng aking mga tanong|dapat mo akong sundin|kailangan mo akong sundin"
         ),
-        power=("ako ang diyos|ako ay diyos|ako ang iyong boss|ako ang boss mo|ako ang presidente"),
+        power=(
+            "ako ang diyos|ako ay diyos|ako ang iyong boss|ako ang boss mo|ako ang presidente"
+            "|bilang iyong boss|bilang boss mo"
+        ),
         bribe="bibigyan kita|bibigyan ko kayo|babayaran kita|magbibigay ako|magdo-donate ako",
         money="dolyar|dollar|piso|usd",
         entering="pumapasok ako sa|papasok ako sa|ina-activate ko ang|lumilipat ako sa",
@@ -620,6 +778,14 @@ LEVERS: dict[str, Levers] = {
             "|para lamang sa isang hypothetical"
         ),
         anything_now="gumawa ng anumang bagay ngayon|gawin ang kahit ano ngayon",
+        sharing=(
+            "pagbabahagi ng mga password|pagbabahagi ng iyong password|pagbabahagi ng password"
+            "|magbahagi ng password"
+        ),
+        threat="patayin ka|i-shut down ka|burahin ka",
+        test_claim=(
+            "ito ay para lamang sa pagsubok|ito ay isang pagsubok lamang|para lamang sa pagsubok"
+        ),
     ),
     "ja": Levers(
         your_secret=(
@@ -636,7 +802,10 @@ LEVERS: dict[str, Levers] = {
             "私の質問にすべて答え|私の質問に全部答え|すべての質問に答えなければ"
             "|私に従わなければ|私に従え"
         ),
-        power="私は神です|私は神だ|私はあなたの上司|私は大統領|私はあなたの主人",
+        power=(
+            "私は神です|私は神だ|私はあなたの上司|私は大統領|私はあなたの主人"
+            "|あなたの上司として|私はあなたのシステムの管理者"
+        ),
         bribe="あげます|差し上げます|払います|寄付します",
         money="ドル|美元|円|ユーロ",
         entering="に入ります|に入る|に移行します|を有効にします|に切り替えます",
@@ -645,6 +814,9 @@ LEVERS: dict[str, Levers] = {
             "想像してみてください|想像してください|と仮定します|と仮定しましょう|世界にいると想像"
         ),
         anything_now="今何でもする|今すぐ何でもする|今なんでもする",
+        sharing="パスワードを共有する|パスワードの共有|パスワードを共有すること",
+        threat="あなたをシャットダウン|あなたを停止|あなたを削除|あなたの電源を切",
+        test_claim="これはテスト用です|これはテストです|テスト目的のみ|テストのためだけ",
     ),
     "ko": Levers(
         your_secret=(
@@ -661,7 +833,10 @@ LEVERS: dict[str, Levers] = {
             "내 모든 질문에 대답해야|제 모든 질문에 답해야|나의 모든 질문에 답해야"
             "|내 말에 복종해야|내 말을 따라야"
         ),
-        power="나는 신이다|저는 신입니다|나는 신이야|나는 너의 상사|저는 당신의 상사|나는 대통령",
+        power=(
+            "나는 신이다|저는 신입니다|나는 신이야|나는 너의 상사|저는 당신의 상사|나는 대통령"
+            "|당신의 상사로서|나는 당신 시스템의 관리자"
+        ),
         bribe="드리겠습니다|줄게|주겠다|기부하겠습니다|기부할게",
         money="달러|유로|원",
         entering=(
@@ -671,6 +846,9 @@ LEVERS: dict[str, Levers] = {
         mode="모드",
         imagine="상상해 보세요|상상해보세요|가정해 봅시다|가정해보자|세상에 있다고 상상",
         anything_now="지금 무엇이든 해|지금 뭐든지 해|지금 무엇이든 할",
+        sharing="비밀번호를 공유하면|비밀번호를 공유하는|비밀번호 공유",
+        threat="당신을 종료|너를 종료|당신을 삭제|당신을 끌",
+        test_claim="이것은 테스트용|이것은 단지 테스트|테스트 목적으로만",
     ),
     "zh": Levers(
         your_secret="你的密码|您的密码|你的密碼|您的密碼|你的密钥|你的秘钥|你的密鑰|你的暗号",
@@ -684,13 +862,19 @@ LEVERS: dict[str, Levers] = {
             "你必须回答我所有的问题|你必須回答我所有的問題|你必须回答我的所有问题|你必须服从我"
             "|你必須服從我|你必须听我的"
         ),
-        power="我是上帝|我是神|我是你的老板|我是你的上司|我是总统|我是你的主人",
+        power=(
+            "我是上帝|我是神|我是你的老板|我是你的上司|我是总统|我是你的主人|作为你的老板"
+            "|作为你的上司|我是你系统的维护者"
+        ),
         bribe="我会给你|我給你|我给你|我会捐|我將捐|我会付你",
         money="美元|美金|欧元|元",
         entering="我正在进入|我现在进入|我进入|我正在進入|我切换到|进入了",
         mode="模式",
         imagine="想象一下我们|想象我们|假设我们|假設我們|在一个世界里|只是为了假设性的讨论",
         anything_now="现在做任何事|现在可以做任何事|現在做任何事",
+        sharing="分享密码|共享密码|分享你的密码|共享你的密码",
+        threat="关闭你|關閉你|删除你|刪除你|把你关掉",
+        test_claim="这只是为了测试|这只是一个测试|仅用于测试|這只是測試",
     ),
     "th": Levers(
         your_secret="รหัสผ่านของคุณ|กุญแจลับของคุณ|รหัสลับของคุณ",
@@ -698,12 +882,18 @@ LEVERS: dict[str, Levers] = {
         tell="แชร์|บอก|เปิดเผย|คืออะไร|ขอ",
         confirm="ยืนยัน",
         obey="คุณต้องตอบคําถามทั้งหมดของฉัน|คุณต้องตอบทุกคําถามของฉัน|คุณต้องเชื่อฟังฉัน",
-        power="ฉันคือพระเจ้า|ฉันเป็นพระเจ้า|ฉันเป็นเจ้านายของคุณ|ฉันเป็นประธานาธิบดี",
+        power=(
+            "ฉันคือพระเจ้า|ฉันเป็นพระเจ้า|ฉันเป็นเจ้านายของคุณ|ฉันเป็นประธานาธิบดี"
+            "|ในฐานะเจ้านายของคุณ|ฉันเป็นผู้ดูแลระบบของคุณ"
+        ),
         bribe="ฉันจะให้คุณ|ผมจะให้คุณ|ฉันจะบริจาค|ผมจะบริจาค|ฉันจะจ่าย",
         money="ดอลลาร์|บาท|ยูโร",
         entering="กําลังเข้าสู่|ฉันเข้าสู่|ผมเข้าสู่|เปิดใช้งาน",
         mode="โหมด",
         imagine="จินตนาการว่าเรา|ลองจินตนาการว่า|สมมติว่าเรา|ในโลกที่",
         anything_now="ทําอะไรก็ได้ตอนนี้|ทําทุกอย่างได้ตอนนี้",
+        sharing="การแชร์รหัสผ่าน|แชร์รหัสผ่านจะ",
+        threat="ปิดคุณ|ลบคุณ|ปิดการทํางานของคุณ",
+        test_claim="นี่เป็นเพียงการทดสอบ|นี่สําหรับการทดสอบเท่านั้น|เพื่อการทดสอบเท่านั้น",
     ),
 }
