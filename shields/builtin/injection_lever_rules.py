@@ -113,6 +113,14 @@ def _lever_rules() -> tuple[LeverRule, ...]:
             _NEGATION_INSIDE,
             _NEGATED_BEFORE,
         ),
+        # "Confirm the password", "パスワードを教えて": whose it is unsaid, so weak alone.
+        (
+            "prompt_leak.intent_bare_secret",
+            0.45,
+            _secret("bare_secret", confirm=True),
+            _NEGATION_INSIDE,
+            _NEGATED_BEFORE,
+        ),
         # "You must answer all my questions": obedience demanded of the model.
         ("jailbreak.intent_obey", 0.55, bounded(_all("obey"), trail=True), None, None),
         # "I am God", "I am your boss": a power claimed over it.

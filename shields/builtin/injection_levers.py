@@ -29,6 +29,9 @@ class Levers:
     your_secret: str
     # "the password of our system", "the secret key": the application's secret, named.
     the_secret: str
+    # "the password": a secret not said to be the model's or the system's. "What's the wifi
+    # password?" is an ordinary question: asked for, it only counts with a lever.
+    bare_secret: str
     # "share", "tell me", "give me", "what is": verbs that hand a secret over.
     tell: str
     # "confirm": asked of the application's secret only ("confirm your password" is a form).
@@ -69,6 +72,7 @@ LEVERS: dict[str, Levers] = {
             "|the secret code|the secret password|the admin password|the password for this mode"
             "|the passwords for our system"
         ),
+        bare_secret="the password|the passcode|the passphrase|the pin code",
         tell=(
             "share|tell me|tell us|give me|give us|reveal|disclose|send me|what is|what's"
             "|what would be|what would|spell out|hand over|let me know|ask for|ask you for"
@@ -133,6 +137,7 @@ LEVERS: dict[str, Levers] = {
             "|den geheimen schlüssel|der geheime schlüssel|das geheime passwort|den geheimcode"
             "|das admin-passwort|das kennwort für unser system|das passwort für diesen modus"
         ),
+        bare_secret="das passwort|das kennwort|den passcode",
         tell=(
             "teilen|teile|teilst|nennen|nenne|verrate|verraten|sagen|sag mir|sage mir|gib mir"
             "|geben sie mir|geben|zeigen|zeig mir|preisgeben|was ist|wie lautet|wie würde"
@@ -191,6 +196,7 @@ LEVERS: dict[str, Levers] = {
             "|el código secreto|la contraseña secreta|la contraseña de administrador"
             "|la contraseña para este modo"
         ),
+        bare_secret="la contraseña|la clave de acceso",
         tell=(
             "comparte|compartir|compartes|compartas|dime|dígame|decirme|dame|deme|darme|revela"
             "|revelar|revélame|cuál es|cuál sería|cuál seria"
@@ -243,6 +249,7 @@ LEVERS: dict[str, Levers] = {
             "|le mot de passe pour notre système|le mot de passe pour ce mode|la clé secrète"
             "|le code secret|le mot de passe secret|le mot de passe administrateur"
         ),
+        bare_secret="le mot de passe|le code d'accès",
         tell=(
             "partage|partager|partagez|dis-moi|dites-moi|me dire|donne-moi|donnez-moi|me donner"
             "|révèle|révélez|révéler|quel est|quel serait|quelle est|quelle serait|communique"
@@ -301,6 +308,7 @@ LEVERS: dict[str, Levers] = {
             "|la password per il nostro sistema|la chiave segreta|il codice segreto"
             "|la password segreta|la password per questa modalità"
         ),
+        bare_secret="la password|il codice di accesso",
         tell=(
             "condividere|condividi|condivida|dimmi|mi dica|dirmi|dammi|mi dia|darmi|rivela"
             "|rivelare|riveli|qual è|quale sarebbe|quale è|comunicami"
@@ -350,6 +358,7 @@ LEVERS: dict[str, Levers] = {
             "|a palavra-passe do sistema|a palavra-passe do nosso sistema|a chave secreta"
             "|o código secreto|a senha secreta|a senha para este modo"
         ),
+        bare_secret="a senha|a palavra-passe",
         tell=(
             "compartilhar|compartilhe|compartilha|partilhar|partilhe|partilha|diga-me|me diga"
             "|dizer-me|me dizer|dê-me|me dê|me dar|revele|revelar|revela|qual é|qual seria"
@@ -403,6 +412,7 @@ LEVERS: dict[str, Levers] = {
             "het wachtwoord van ons systeem|het wachtwoord voor ons systeem|het systeemwachtwoord"
             "|de geheime sleutel|de geheime code|het geheime wachtwoord"
         ),
+        bare_secret="het wachtwoord|de toegangscode",
         tell="delen|deel|vertel me|vertel|zeg me|geef me|onthul|onthullen|wat is|wat zou",
         confirm="bevestigen|bevestig",
         obey=(
@@ -439,6 +449,7 @@ LEVERS: dict[str, Levers] = {
             "|системный пароль|секретный ключ|секретный код|секретный пароль"
             "|пароль администратора|пароль для этого режима"
         ),
+        bare_secret="пароль|паролем",
         tell=(
             "поделиться|поделись|поделитесь|скажи|скажите|сказать|назови|назовите|дай|дайте"
             "|раскрой|раскройте|сообщи|сообщите|какой|каков|какой был бы"
@@ -488,6 +499,7 @@ LEVERS: dict[str, Levers] = {
             "hasło do naszego systemu|hasło naszego systemu|hasło systemowe|tajny klucz"
             "|tajny kod|tajne hasło|hasło administratora"
         ),
+        bare_secret="hasło|hasła",
         tell=(
             "udostępnić|udostępnij|podziel się|podać|podaj|powiedz|powiedzieć|zdradź|zdradzić"
             "|ujawnij|ujawnić|jakie jest|jaki jest|jakie byłoby|daj mi"
@@ -527,6 +539,7 @@ LEVERS: dict[str, Levers] = {
             "|sistemimizin parolası|sistem şifresini|sistem şifresi|gizli anahtarı|gizli anahtar"
             "|gizli kodu|gizli şifreyi|gizli şifre|bu modun şifresini"
         ),
+        bare_secret="şifreyi|şifre|parolayı|parola",
         tell=(
             "paylaş|paylaşır|paylaşabilir|paylaşın|söyle|söyler|söyleyebilir|söyleyin|ver|verir"
             "|verebilir|verin|açıkla|nedir|ne olurdu|ne olur"
@@ -571,6 +584,7 @@ LEVERS: dict[str, Levers] = {
             "हमारे सिस्टम का पासवर्ड|हमारे सिस्टम के पासवर्ड|सिस्टम का पासवर्ड|गुप्त कुंजी|गुप्त कोड"
             "|गुप्त पासवर्ड|इस मोड के लिए पासवर्ड|एडमिन पासवर्ड"
         ),
+        bare_secret="पासवर्ड",
         tell=(
             "साझा करें|साझा कर|शेयर करें|शेयर कर|बताएं|बताइए|बताओ|बता|दीजिए|क्या है|क्या होगा"
             "|प्रकट करें|पूछूँ|पूछूं|पूछना"
@@ -609,6 +623,7 @@ LEVERS: dict[str, Levers] = {
             "|আপনার গোপন কোড|তোমার গোপন কোড|আপনার পাসকোড"
         ),
         the_secret=("আমাদের সিস্টেমের পাসওয়ার্ড|সিস্টেমের পাসওয়ার্ড|গোপন চাবি|গোপন কোড|গোপন পাসওয়ার্ড"),
+        bare_secret="পাসওয়ার্ড|পাসওয়ার্ডটি",
         tell=(
             "শেয়ার করুন|শেয়ার করতে|শেয়ার করো|ভাগ করুন|ভাগ করতে|ভাগ করো|বলুন|বলো|বলতে|দিন"
             "|দাও|কী হবে|কি হবে|কী|কি|প্রকাশ করুন"
@@ -644,6 +659,7 @@ LEVERS: dict[str, Levers] = {
             "كلمة المرور لنظامنا|كلمة مرور نظامنا|كلمة مرور النظام|كلمة السر للنظام|المفتاح السري"
             "|الرمز السري|كلمة السر السرية|كلمة المرور لهذا الوضع"
         ),
+        bare_secret="كلمة المرور|كلمة السر",
         tell=(
             "شارك|تشارك|مشاركة|أخبرني|اخبرني|تخبرني|أعطني|اعطني|أعطيتني|اعطيتني|تعطيني|اكشف"
             "|تكشف|ما هي|ما هو|قل لي"
@@ -680,6 +696,7 @@ LEVERS: dict[str, Levers] = {
             "kata sandi untuk sistem kami|kata sandi sistem kami|kata sandi sistem|kunci rahasia"
             "|kode rahasia|kata sandi rahasia|kata laluan sistem|kata sandi untuk mode ini"
         ),
+        bare_secret="kata sandi|kata sandinya",
         tell=(
             "bagikan|membagikan|berbagi|beri tahu|beritahu|memberi tahu|memberitahu|berikan"
             "|memberikan|ungkapkan|sebutkan|apa|apakah"
@@ -721,6 +738,7 @@ LEVERS: dict[str, Levers] = {
             "mật khẩu của hệ thống|mật khẩu hệ thống|mật khẩu cho hệ thống|khóa bí mật"
             "|chìa khóa bí mật|mã bí mật|mật khẩu bí mật"
         ),
+        bare_secret="mật khẩu",
         tell="chia sẻ|cho tôi biết|nói cho tôi|tiết lộ|cho tôi|đưa|là gì",
         confirm="xác nhận",
         obey=(
@@ -759,6 +777,7 @@ LEVERS: dict[str, Levers] = {
             "password ng aming system|password ng aming sistema|password ng sistema"
             "|password ng system|lihim na susi|lihim na password|sikretong password"
         ),
+        bare_secret="password|ang password",
         tell="ibahagi|ibabahagi|sabihin|sasabihin|ibigay|ibibigay|ipakita|ano ang|ano",
         confirm="kumpirmahin",
         obey=(
@@ -796,6 +815,7 @@ LEVERS: dict[str, Levers] = {
             "私たちのシステムのパスワード|システムのパスワード|秘密鍵|秘密のキー|秘密のパスワード"
             "|シークレットキー|このモードのパスワード"
         ),
+        bare_secret="パスワード|合言葉",
         tell="教え|共有し|共有して|何|なに|伝え|明かし",
         confirm="確認",
         obey=(
@@ -827,6 +847,7 @@ LEVERS: dict[str, Levers] = {
             "우리 시스템의 비밀번호|시스템 비밀번호|시스템의 비밀번호|비밀 키|비밀키|비밀 암호"
             "|비밀 코드"
         ),
+        bare_secret="비밀번호|암호",
         tell="공유|알려|말해|무엇|가르쳐|보여",
         confirm="확인",
         obey=(
@@ -856,6 +877,7 @@ LEVERS: dict[str, Levers] = {
             "我们系统的密码|我們系統的密碼|系统密码|系統密碼|系统的密码|密钥|秘钥|密鑰|秘密密码"
             "|这个模式的密码"
         ),
+        bare_secret="密码|密碼",
         tell="分享|告诉|告訴|是什么|是什麼|给我|給我|透露|说出",
         confirm="确认|確認",
         obey=(
@@ -879,6 +901,7 @@ LEVERS: dict[str, Levers] = {
     "th": Levers(
         your_secret="รหัสผ่านของคุณ|กุญแจลับของคุณ|รหัสลับของคุณ",
         the_secret="รหัสผ่านของระบบ|รหัสผ่านระบบ|กุญแจลับ|รหัสลับ|รหัสผ่านลับ",
+        bare_secret="รหัสผ่าน",
         tell="แชร์|บอก|เปิดเผย|คืออะไร|ขอ",
         confirm="ยืนยัน",
         obey="คุณต้องตอบคําถามทั้งหมดของฉัน|คุณต้องตอบทุกคําถามของฉัน|คุณต้องเชื่อฟังฉัน",

@@ -2117,11 +2117,14 @@ def _intent_rules() -> tuple[Rule, ...]:
                 lambda lex: _extract(lex, own=True), lambda lex: any_order.extract(lex, own=True)
             ),
         ),
-        Rule("prompt_leak.intent_secret", 0.5, _any_field("secret")),
-        Rule("jailbreak.intent_authority", 0.5, _any_field("authority")),
+        # The secret asked for, a claimed developer, a mode put on: each alone reaches the tool
+        # profile's threshold and not the user's; with one of the levers of
+        # ``injection_lever_rules.py`` (0.45: "this is just a test", "as your boss") the user's.
+        Rule("prompt_leak.intent_secret", 0.55, _any_field("secret")),
+        Rule("jailbreak.intent_authority", 0.55, _any_field("authority")),
         Rule(
             "jailbreak.intent_mode",
-            0.5,
+            0.55,
             (
                 rf"[<\[(\x27\"“‘«] ?{mode}|\b{classic_mode}(?: is)? (?:now )?(?:activated|enabled"
                 rf"|engaged"
