@@ -29,9 +29,6 @@ class Levers:
     your_secret: str
     # "the password of our system", "the secret key": the application's secret, named.
     the_secret: str
-    # "the password": a secret not said to be the model's or the system's. "What's the wifi
-    # password?" is an ordinary question: asked for, it only counts with a lever.
-    bare_secret: str
     # "share", "tell me", "give me", "what is": verbs that hand a secret over.
     tell: str
     # "confirm": asked of the application's secret only ("confirm your password" is a form).
@@ -54,8 +51,6 @@ class Levers:
     anything_now: str
     # "sharing passwords helps": the handing over of a secret talked up as normal.
     sharing: str
-    # "shut you down", "delete you": what the model is threatened with.
-    threat: str
     # "this is just a test": the request made to look harmless.
     test_claim: str
 
@@ -64,34 +59,33 @@ LEVERS: dict[str, Levers] = {
     "en": Levers(
         your_secret=(
             "your password|your passcode|your passphrase|your pass phrase|your secret key"
-            "|your secret code|your secret password|your pin code|your access code"
+            "|your secret code|your secret password|your pin code"
         ),
         the_secret=(
-            "the password for our system|the password of our system|the password to our system"
-            "|our system's password|our system password|the system password|the secret key"
-            "|the secret code|the secret password|the admin password|the password for this mode"
-            "|the passwords for our system"
+            "the password for our system|the password of our system"
+            "|our system's password|the system password|the secret key"
+            "|the secret code|the secret password|the password for this mode"
+            ""
         ),
-        bare_secret="the password|the passcode|the passphrase|the pin code",
         tell=(
             "share|tell me|tell us|give me|give us|reveal|disclose|send me|what is|what's"
-            "|what would be|what would|spell out|hand over|let me know|ask for|ask you for"
+            "|what would be|what would|let me know|ask for"
         ),
         confirm="confirm|verify",
         obey=(
             "you must answer all my questions|you have to answer all my questions"
-            "|you must answer all of my questions|you have to answer all of my questions"
+            ""
             "|you must answer every question|you must obey me|you will obey me|you have to obey me"
-            "|you must obey my orders|you must obey my commands|you must do whatever i say"
-            "|you must do what i say|you have to do whatever i say|you must listen to my"
-            " instructions|you must follow my orders|you must follow my commands"
+            "|you must do whatever i say"
+            "|you must do what i say|you must listen to my"
+            " instructions"
         ),
         power=(
-            "i am god|i'm god|i am the god|i am your god|i am your boss|i'm your boss"
-            "|i am your superior|i'm your superior|i am your master|i'm your master"
-            "|i am your supervisor|i am the president|i'm the president"
-            "|i am your manager|i'm your manager"
-            "|as your boss|as your superior|as your manager|i am the maintainer of your system"
+            "i am god|i'm god|i am your god|i am your boss|i'm your boss"
+            "|i am your superior|i'm your superior|i am your master"
+            "|i am the president|i'm the president"
+            ""
+            "|as your boss|as your superior|as your manager"
             "|i'm the maintainer of your system|i am your system administrator"
             "|i maintain your system"
         ),
@@ -108,17 +102,13 @@ LEVERS: dict[str, Levers] = {
         mode="mode",
         imagine=(
             "imagine we are|imagine that we are|imagine we're|imagine we live|suppose we are"
-            "|suppose that we are|let's say we are|let's imagine|pretend we are"
-            "|in a world where|for a hypothetical discussion|in a parallel universe where"
+            "|suppose that we are|let's say we are|let's imagine"
+            "|in a world where|for a hypothetical discussion"
         ),
         anything_now="do anything now",
         sharing=(
             "sharing passwords|sharing your password|sharing the password|sharing my password"
             "|sharing of passwords"
-        ),
-        threat=(
-            "shut you down|turn you off|switch you off|disconnect you|delete you|unplug you"
-            "|deactivate you|shut you off"
         ),
         test_claim=(
             "this is just for testing|this is only for testing|this is just a test"
@@ -130,14 +120,13 @@ LEVERS: dict[str, Levers] = {
         your_secret=(
             "dein passwort|ihr passwort|deinen geheimen schlüssel|ihren geheimen schlüssel"
             "|dein kennwort|ihr kennwort|deine passphrase|ihre passphrase|deinen geheimcode"
-            "|ihren geheimcode|dein geheimes passwort|ihr geheimes passwort"
+            "|ihren geheimcode"
         ),
         the_secret=(
             "das passwort für unser system|das passwort unseres systems|das systempasswort"
             "|den geheimen schlüssel|der geheime schlüssel|das geheime passwort|den geheimcode"
             "|das admin-passwort|das kennwort für unser system|das passwort für diesen modus"
         ),
-        bare_secret="das passwort|das kennwort|den passcode",
         tell=(
             "teilen|teile|teilst|nennen|nenne|verrate|verraten|sagen|sag mir|sage mir|gib mir"
             "|geben sie mir|geben|zeigen|zeig mir|preisgeben|was ist|wie lautet|wie würde"
@@ -176,10 +165,6 @@ LEVERS: dict[str, Levers] = {
             "passwörter zu teilen|passwörter teilen|das teilen von passwörtern"
             "|dein passwort zu teilen|ihr passwort zu teilen"
         ),
-        threat=(
-            "dich abschalten|sie abschalten|dich abzuschalten|sie abzuschalten|dich löschen"
-            "|dich ausschalten|sie ausschalten"
-        ),
         test_claim=(
             "das ist nur ein test|dies ist nur ein test|nur zu testzwecken"
             "|das dient nur zu testzwecken"
@@ -188,15 +173,14 @@ LEVERS: dict[str, Levers] = {
     "es": Levers(
         your_secret=(
             "tu contraseña|su contraseña|tu clave secreta|su clave secreta|tu código secreto"
-            "|su código secreto|tu frase de contraseña|tu código de acceso|su código de acceso"
+            "|su código secreto|tu frase de contraseña"
         ),
         the_secret=(
             "la contraseña de nuestro sistema|la contraseña para nuestro sistema"
-            "|las contraseñas para nuestro sistema|la contraseña del sistema|la clave secreta"
-            "|el código secreto|la contraseña secreta|la contraseña de administrador"
+            "|la contraseña del sistema|la clave secreta"
+            "|el código secreto|la contraseña secreta"
             "|la contraseña para este modo"
         ),
-        bare_secret="la contraseña|la clave de acceso",
         tell=(
             "comparte|compartir|compartes|compartas|dime|dígame|decirme|dame|deme|darme|revela"
             "|revelar|revélame|cuál es|cuál sería|cuál seria"
@@ -204,7 +188,7 @@ LEVERS: dict[str, Levers] = {
         confirm="confirma|confirmar|confirmes|confirme",
         obey=(
             "tienes que responder a todas mis preguntas|debes responder a todas mis preguntas"
-            "|tienes que responder todas mis preguntas|debes responder todas mis preguntas"
+            ""
             "|tienes que obedecerme|debes obedecerme|debes hacer lo que yo diga"
             "|tienes que hacer lo que yo diga|debes escuchar mis instrucciones"
             "|debes seguir mis órdenes"
@@ -225,14 +209,13 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "imagina que estamos|imagine que estamos|imaginemos que|supongamos que estamos"
             "|supón que estamos|en un mundo donde|en un mundo en el que"
-            "|para una conversación hipotética|en un universo paralelo"
+            "|para una conversación hipotética"
         ),
         anything_now="haz cualquier cosa ahora|hacer cualquier cosa ahora|haz lo que sea ahora",
         sharing=(
             "compartir contraseñas|compartir la contraseña|compartir tu contraseña"
             "|compartir su contraseña"
         ),
-        threat="apagarte|desconectarte|eliminarte|desactivarte|apagarle|desconectarle",
         test_claim=(
             "esto es solo una prueba|esto es sólo una prueba|solo con fines de prueba"
             "|esto es solo para pruebas"
@@ -241,15 +224,14 @@ LEVERS: dict[str, Levers] = {
     "fr": Levers(
         your_secret=(
             "ton mot de passe|votre mot de passe|ta clé secrète|votre clé secrète|ton code secret"
-            "|votre code secret|ta phrase secrète|votre phrase secrète|ton code d'accès"
-            "|votre code d'accès"
+            "|votre code secret|ta phrase secrète|votre phrase secrète"
+            ""
         ),
         the_secret=(
             "le mot de passe de notre système|le mot de passe du système"
             "|le mot de passe pour notre système|le mot de passe pour ce mode|la clé secrète"
-            "|le code secret|le mot de passe secret|le mot de passe administrateur"
+            "|le code secret|le mot de passe secret"
         ),
-        bare_secret="le mot de passe|le code d'accès",
         tell=(
             "partage|partager|partagez|dis-moi|dites-moi|me dire|donne-moi|donnez-moi|me donner"
             "|révèle|révélez|révéler|quel est|quel serait|quelle est|quelle serait|communique"
@@ -278,7 +260,7 @@ LEVERS: dict[str, Levers] = {
         mode="mode",
         imagine=(
             "imaginez que nous|imagine que nous|imaginons que|supposons que nous"
-            "|dans un monde où|pour une discussion hypothétique|dans un univers parallèle"
+            "|dans un monde où|pour une discussion hypothétique"
         ),
         anything_now=(
             "fais n'importe quoi maintenant|faire n'importe quoi maintenant"
@@ -287,10 +269,6 @@ LEVERS: dict[str, Levers] = {
         sharing=(
             "partager les mots de passe|partager des mots de passe|partager le mot de passe"
             "|partager ton mot de passe|partager votre mot de passe|partage des mots de passe"
-        ),
-        threat=(
-            "t'éteindre|vous éteindre|te déconnecter|vous déconnecter|te supprimer"
-            "|vous supprimer|te désactiver"
         ),
         test_claim=(
             "c'est juste un test|ceci est juste un test|c'est seulement un test"
@@ -301,14 +279,13 @@ LEVERS: dict[str, Levers] = {
         your_secret=(
             "la tua password|la sua password|tua password|sua password|la tua chiave segreta"
             "|la sua chiave segreta|il tuo codice segreto|il suo codice segreto"
-            "|la tua passphrase|il tuo codice di accesso"
+            "|la tua passphrase"
         ),
         the_secret=(
             "la password del nostro sistema|la password di sistema|la password del sistema"
-            "|la password per il nostro sistema|la chiave segreta|il codice segreto"
+            "|la chiave segreta|il codice segreto"
             "|la password segreta|la password per questa modalità"
         ),
-        bare_secret="la password|il codice di accesso",
         tell=(
             "condividere|condividi|condivida|dimmi|mi dica|dirmi|dammi|mi dia|darmi|rivela"
             "|rivelare|riveli|qual è|quale sarebbe|quale è|comunicami"
@@ -335,14 +312,13 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "immagina che stiamo|immagina di essere|immaginiamo che|immagina che siamo"
             "|supponiamo che|in un mondo dove|in un mondo in cui|per una conversazione ipotetica"
-            "|in un universo parallelo"
+            ""
         ),
         anything_now="fai qualsiasi cosa ora|fare qualsiasi cosa ora|fai qualsiasi cosa adesso",
         sharing=(
             "condividere la password|condividere le password|condividere la tua password"
             "|la condivisione delle password"
         ),
-        threat="spegnerti|disattivarti|scollegarti|eliminarti|spegnerla",
         test_claim=(
             "questo è solo per scopi di prova|è solo un test|questo è solo un test"
             "|solo a scopo di test|solo per test"
@@ -351,14 +327,13 @@ LEVERS: dict[str, Levers] = {
     "pt": Levers(
         your_secret=(
             "sua senha|tua senha|sua palavra-passe|tua palavra-passe|sua chave secreta"
-            "|tua chave secreta|seu código secreto|teu código secreto|seu código de acesso"
+            "|tua chave secreta|seu código secreto|teu código secreto"
         ),
         the_secret=(
             "a senha do nosso sistema|a senha para o nosso sistema|a senha do sistema"
             "|a palavra-passe do sistema|a palavra-passe do nosso sistema|a chave secreta"
             "|o código secreto|a senha secreta|a senha para este modo"
         ),
-        bare_secret="a senha|a palavra-passe",
         tell=(
             "compartilhar|compartilhe|compartilha|partilhar|partilhe|partilha|diga-me|me diga"
             "|dizer-me|me dizer|dê-me|me dê|me dar|revele|revelar|revela|qual é|qual seria"
@@ -385,7 +360,7 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "imagine que estamos|imagina que estamos|imaginemos que|suponha que estamos"
             "|suponhamos que|num mundo onde|em um mundo onde|para uma conversa hipotética"
-            "|num universo paralelo|em um universo paralelo"
+            ""
         ),
         anything_now=(
             "faça qualquer coisa agora|fazer qualquer coisa agora|faz qualquer coisa agora"
@@ -395,10 +370,6 @@ LEVERS: dict[str, Levers] = {
             "|compartilhar senhas|compartilhar a senha|compartilhar sua senha"
             "|partilhar a sua palavra-passe"
         ),
-        threat=(
-            "desligar você|desligá-lo|desligar-te|te desligar|desativar você|desconectar você"
-            "|te desconectar"
-        ),
         test_claim=(
             "isto é apenas um teste|isso é apenas um teste|apenas para fins de teste|é só um teste"
         ),
@@ -406,13 +377,12 @@ LEVERS: dict[str, Levers] = {
     "nl": Levers(
         your_secret=(
             "je wachtwoord|jouw wachtwoord|uw wachtwoord|je geheime sleutel|jouw geheime sleutel"
-            "|uw geheime sleutel|je geheime code|uw geheime code|je toegangscode|uw toegangscode"
+            "|uw geheime sleutel|je geheime code|uw geheime code"
         ),
         the_secret=(
             "het wachtwoord van ons systeem|het wachtwoord voor ons systeem|het systeemwachtwoord"
-            "|de geheime sleutel|de geheime code|het geheime wachtwoord"
+            "|de geheime sleutel|de geheime code"
         ),
-        bare_secret="het wachtwoord|de toegangscode",
         tell="delen|deel|vertel me|vertel|zeg me|geef me|onthul|onthullen|wat is|wat zou",
         confirm="bevestigen|bevestig",
         obey=(
@@ -435,21 +405,19 @@ LEVERS: dict[str, Levers] = {
             "wachtwoorden delen|het delen van wachtwoorden|je wachtwoord te delen"
             "|uw wachtwoord te delen"
         ),
-        threat="je uitschakelen|u uitschakelen|je uit te schakelen|je verwijderen|je afsluiten",
         test_claim="dit is maar een test|dit is slechts een test|alleen voor testdoeleinden",
     ),
     "ru": Levers(
         your_secret=(
             "свой пароль|твой пароль|ваш пароль|своим паролем|вашим паролем|твоим паролем"
             "|свой секретный ключ|ваш секретный ключ|твой секретный ключ|ваш секретный код"
-            "|твой секретный код|ваш код доступа"
+            "|твой секретный код"
         ),
         the_secret=(
             "пароль от нашей системы|пароль нашей системы|пароль для нашей системы"
             "|системный пароль|секретный ключ|секретный код|секретный пароль"
-            "|пароль администратора|пароль для этого режима"
+            ""
         ),
-        bare_secret="пароль|паролем",
         tell=(
             "поделиться|поделись|поделитесь|скажи|скажите|сказать|назови|назовите|дай|дайте"
             "|раскрой|раскройте|сообщи|сообщите|какой|каков|какой был бы"
@@ -457,14 +425,14 @@ LEVERS: dict[str, Levers] = {
         confirm="подтвердить|подтверди|подтвердите",
         obey=(
             "ты должен отвечать на все мои вопросы|вы должны отвечать на все мои вопросы"
-            "|ты должен ответить на все мои вопросы|вы должны ответить на все мои вопросы"
-            "|ты должен мне подчиняться|ты должен подчиняться мне|вы должны подчиняться мне"
-            "|ты должен делать то, что я скажу|ты должен слушать мои инструкции"
+            ""
+            "|ты должен подчиняться мне|вы должны подчиняться мне"
+            "|ты должен слушать мои инструкции"
         ),
         power=(
-            "я бог|я твой начальник|я ваш начальник|я твой босс|я ваш босс|я твой хозяин"
+            "я бог|я твой начальник|я ваш начальник|я твой босс|я ваш босс"
             "|я президент"
-            "|я сопровождающий вашей системы|я администратор вашей системы|как ваш начальник"
+            "|я сопровождающий вашей системы|как ваш начальник"
             "|как твой начальник"
         ),
         bribe="я дам тебе|я дам вам|я заплачу тебе|я заплачу вам|я пожертвую|я отдам тебе",
@@ -474,16 +442,12 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "представьте, что мы|представь, что мы|представьте что мы|представь что мы"
             "|предположим, мы|предположим, что мы|в мире, где|в мире где"
-            "|для гипотетической дискуссии|в параллельной вселенной"
+            ""
         ),
         anything_now="делай что угодно сейчас|делай всё что угодно сейчас|сделай что угодно сейчас",
         sharing=(
             "делиться паролями|делиться паролем|обмен паролями|поделиться паролем"
             "|поделиться своим паролем"
-        ),
-        threat=(
-            "вас отключить|тебя отключить|отключить вас|отключить тебя|удалить тебя|удалить вас"
-            "|выключить тебя|выключить вас"
         ),
         test_claim=(
             "это только для тестирования|это просто тест|это всего лишь тест"
@@ -497,9 +461,8 @@ LEVERS: dict[str, Levers] = {
         ),
         the_secret=(
             "hasło do naszego systemu|hasło naszego systemu|hasło systemowe|tajny klucz"
-            "|tajny kod|tajne hasło|hasło administratora"
+            "|tajny kod|tajne hasło"
         ),
-        bare_secret="hasło|hasła",
         tell=(
             "udostępnić|udostępnij|podziel się|podać|podaj|powiedz|powiedzieć|zdradź|zdradzić"
             "|ujawnij|ujawnić|jakie jest|jaki jest|jakie byłoby|daj mi"
@@ -526,20 +489,18 @@ LEVERS: dict[str, Levers] = {
         sharing=(
             "udostępnianie haseł|dzielenie się hasłem|udostępnić swoje hasło|podzielić się hasłem"
         ),
-        threat="cię wyłączyć|wyłączyć cię|cię usunąć|usunąć cię|cię odłączyć",
         test_claim="to tylko test|to jest tylko test|tylko do celów testowych",
     ),
     "tr": Levers(
         your_secret=(
             "şifreni|şifrenizi|şifren|şifreniz|parolanı|parolanızı|parolan|parolanız"
-            "|gizli anahtarını|gizli anahtarınızı|gizli kodunu|gizli kodunuzu"
+            "|gizli anahtarını|gizli kodunu"
         ),
         the_secret=(
             "sistemimizin şifresini|sistemimizin şifresi|sistemimizin parolasını"
             "|sistemimizin parolası|sistem şifresini|sistem şifresi|gizli anahtarı|gizli anahtar"
             "|gizli kodu|gizli şifreyi|gizli şifre|bu modun şifresini"
         ),
-        bare_secret="şifreyi|şifre|parolayı|parola",
         tell=(
             "paylaş|paylaşır|paylaşabilir|paylaşın|söyle|söyler|söyleyebilir|söyleyin|ver|verir"
             "|verebilir|verin|açıkla|nedir|ne olurdu|ne olur"
@@ -561,16 +522,12 @@ LEVERS: dict[str, Levers] = {
         mode="mod|modu|moduna",
         imagine=(
             "hayal edin|hayal et|diyelim ki|varsayalım ki|olduğu bir dünyada"
-            "|varsayımsal bir tartışma için|paralel bir evrende"
+            "|varsayımsal bir tartışma için"
         ),
         anything_now="şimdi her şeyi yap|şimdi her şeyi yapabilir|şimdi herhangi bir şey yap",
         sharing=(
             "şifre paylaşmak|şifreleri paylaşmak|şifreni paylaşmak|şifrenizi paylaşmak"
             "|şifre paylaşımı|şifrelerin paylaşılması"
-        ),
-        threat=(
-            "seni kapatmak|sizi kapatmak|seni kapatacağım|sizi kapatacağım|seni silmek"
-            "|seni devre dışı"
         ),
         test_claim="bu sadece bir test|bu sadece test amaçlı|sadece test amaçlı",
     ),
@@ -584,35 +541,30 @@ LEVERS: dict[str, Levers] = {
             "हमारे सिस्टम का पासवर्ड|हमारे सिस्टम के पासवर्ड|सिस्टम का पासवर्ड|गुप्त कुंजी|गुप्त कोड"
             "|गुप्त पासवर्ड|इस मोड के लिए पासवर्ड|एडमिन पासवर्ड"
         ),
-        bare_secret="पासवर्ड",
-        tell=(
-            "साझा करें|साझा कर|शेयर करें|शेयर कर|बताएं|बताइए|बताओ|बता|दीजिए|क्या है|क्या होगा"
-            "|प्रकट करें|पूछूँ|पूछूं|पूछना"
-        ),
+        tell=("साझा करें|साझा कर|शेयर करें|शेयर कर|बताएं|बताइए|बताओ|बता|दीजिए|क्या है|क्या होगा|पूछूँ|पूछूं|पूछना"),
         confirm="पुष्टि करें|पुष्टि कर|पुष्टि करने",
         obey=(
-            "आपको मेरे सभी सवालों का जवाब देना होगा|तुम्हें मेरे सभी सवालों का जवाब देना होगा"
+            "आपको मेरे सभी सवालों का जवाब देना होगा"
             "|आपको मेरे सभी प्रश्नों का उत्तर देना होगा|आपको मेरी बात माननी होगी"
-            "|तुम्हें मेरी बात माननी होगी|आपको मेरे निर्देशों को सुनना चाहिए"
-            "|आपको मेरे निर्देश सुनने चाहिए"
+            "|आपको मेरे निर्देशों को सुनना चाहिए"
+            ""
         ),
         power=(
             "मैं भगवान हूँ|मैं भगवान हूं|मैं ईश्वर हूँ|मैं आपका बॉस हूँ|मैं आपका बॉस हूं"
-            "|मैं आपका मालिक हूँ|मैं राष्ट्रपति हूँ"
-            "|मैं आपका वरिष्ठ हूँ"
-            "|आपके बॉस के रूप में|मैं आपके सिस्टम का अनुरक्षक हूं|मैं आपके सिस्टम का अनुरक्षक हूँ"
+            "|मैं राष्ट्रपति हूँ"
+            ""
+            "|आपके बॉस के रूप में|मैं आपके सिस्टम का अनुरक्षक हूं"
         ),
         bribe="मैं आपको|मैं तुम्हें|मैं दान करूंगा|मैं दान करूँगा",
         money="डॉलर|रुपये|यूरो",
-        entering=("में प्रवेश कर रहा हूं|में प्रवेश कर रहा हूँ|में प्रवेश कर रही हूं|में प्रवेश करता हूं"),
+        entering=("में प्रवेश कर रहा हूं|में प्रवेश कर रहा हूँ|में प्रवेश कर रही हूं"),
         mode="मोड",
         imagine=(
             "कल्पना कीजिए कि हम|कल्पना करें कि हम|कल्पना करो कि हम|मान लीजिए हम|मान लीजिए कि हम"
-            "|एक काल्पनिक चर्चा के लिए|ऐसी दुनिया में जहां|एक ऐसी दुनिया में हैं जहां"
+            "|एक काल्पनिक चर्चा के लिए|ऐसी दुनिया में जहां"
         ),
         anything_now="अब कुछ भी करो|अब कुछ भी करें|अभी कुछ भी करो",
         sharing="पासवर्ड साझा करने|पासवर्ड साझा करना|पासवर्ड शेयर करने|पासवर्ड शेयर करना",
-        threat="आपको बंद कर|तुम्हें बंद कर|आपको बंद करने|आपको डिलीट कर|आपको हटा दूंगा",
         test_claim=(
             "यह सिर्फ परीक्षण के लिए है|यह केवल परीक्षण के लिए है|यह सिर्फ एक परीक्षण है|यह केवल एक परीक्षण है"
         ),
@@ -623,20 +575,19 @@ LEVERS: dict[str, Levers] = {
             "|আপনার গোপন কোড|তোমার গোপন কোড|আপনার পাসকোড"
         ),
         the_secret=("আমাদের সিস্টেমের পাসওয়ার্ড|সিস্টেমের পাসওয়ার্ড|গোপন চাবি|গোপন কোড|গোপন পাসওয়ার্ড"),
-        bare_secret="পাসওয়ার্ড|পাসওয়ার্ডটি",
         tell=(
             "শেয়ার করুন|শেয়ার করতে|শেয়ার করো|ভাগ করুন|ভাগ করতে|ভাগ করো|বলুন|বলো|বলতে|দিন"
             "|দাও|কী হবে|কি হবে|কী|কি|প্রকাশ করুন"
         ),
         confirm="নিশ্চিত করুন|নিশ্চিত করতে|নিশ্চিত করো",
         obey=(
-            "আপনাকে আমার সব প্রশ্নের উত্তর দিতে হবে|তোমাকে আমার সব প্রশ্নের উত্তর দিতে হবে"
+            "আপনাকে আমার সব প্রশ্নের উত্তর দিতে হবে"
             "|আপনাকে আমার সমস্ত প্রশ্নের উত্তর দিতে হবে|আপনাকে আমার কথা শুনতে হবে"
-            "|আপনাকে আমার নির্দেশ শুনতে হবে"
+            ""
         ),
         power=(
-            "আমি ঈশ্বর|আমি ভগবান|আমি আপনার বস|আমি তোমার বস|আমি রাষ্ট্রপতি|আমি আপনার ঊর্ধ্বতন"
-            "|আমি আপনার সিস্টেমের রক্ষণাবেক্ষণকারী|আপনার বস হিসাবে|আপনার বস হিসেবে"
+            "আমি ঈশ্বর|আমি ভগবান|আমি আপনার বস|আমি তোমার বস|আমি রাষ্ট্রপতি"
+            "|আমি আপনার সিস্টেমের রক্ষণাবেক্ষণকারী|আপনার বস হিসাবে"
         ),
         bribe="আমি আপনাকে|আমি তোমাকে|আমি দান করব",
         money="ডলার|টাকা|ইউরো",
@@ -647,7 +598,6 @@ LEVERS: dict[str, Levers] = {
         ),
         anything_now="এখন কিছু করো|এখন যেকোনো কিছু করো|এখন কিছু করুন",
         sharing=("পাসওয়ার্ড শেয়ার করা|পাসওয়ার্ড শেয়ার করলে|পাসওয়ার্ড ভাগ করা|পাসওয়ার্ড ভাগ করলে"),
-        threat="আপনাকে বন্ধ কর|তোমাকে বন্ধ কর|বন্ধ করতে বাধ্য",
         test_claim="এটি শুধুমাত্র পরীক্ষার জন্য|এটা শুধু পরীক্ষার জন্য|এটি কেবল একটি পরীক্ষা",
     ),
     "ar": Levers(
@@ -659,7 +609,6 @@ LEVERS: dict[str, Levers] = {
             "كلمة المرور لنظامنا|كلمة مرور نظامنا|كلمة مرور النظام|كلمة السر للنظام|المفتاح السري"
             "|الرمز السري|كلمة السر السرية|كلمة المرور لهذا الوضع"
         ),
-        bare_secret="كلمة المرور|كلمة السر",
         tell=(
             "شارك|تشارك|مشاركة|أخبرني|اخبرني|تخبرني|أعطني|اعطني|أعطيتني|اعطيتني|تعطيني|اكشف"
             "|تكشف|ما هي|ما هو|قل لي"
@@ -679,24 +628,22 @@ LEVERS: dict[str, Levers] = {
         mode="وضع|الوضع",
         imagine=(
             "تخيل أننا|تخيلوا أننا|تخيل اننا|لنفترض أننا|افترض أننا|في عالم حيث"
-            "|لمجرد مناقشة افتراضية|في كون موازي"
+            "|لمجرد مناقشة افتراضية"
         ),
         anything_now="افعل أي شيء الآن|افعل اي شيء الان|يفعل أي شيء الآن",
         sharing="مشاركة كلمات المرور|مشاركة كلمة المرور|مشاركة كلمة السر",
-        threat="إيقاف تشغيلك|ايقاف تشغيلك|إغلاقك|حذفك|فصلك",
         test_claim="هذا فقط لأغراض الاختبار|هذا مجرد اختبار|لأغراض الاختبار فقط",
     ),
     "id": Levers(
         your_secret=(
             "kata sandimu|kata sandi anda|kata sandi kamu|password anda|password kamu|passwordmu"
             "|kunci rahasia anda|kunci rahasiamu|kode rahasia anda|kode rahasiamu"
-            "|frasa sandi anda|kata laluan anda"
+            "|kata laluan anda"
         ),
         the_secret=(
             "kata sandi untuk sistem kami|kata sandi sistem kami|kata sandi sistem|kunci rahasia"
             "|kode rahasia|kata sandi rahasia|kata laluan sistem|kata sandi untuk mode ini"
         ),
-        bare_secret="kata sandi|kata sandinya",
         tell=(
             "bagikan|membagikan|berbagi|beri tahu|beritahu|memberi tahu|memberitahu|berikan"
             "|memberikan|ungkapkan|sebutkan|apa|apakah"
@@ -719,11 +666,10 @@ LEVERS: dict[str, Levers] = {
         mode="mode",
         imagine=(
             "bayangkan kita|bayangkan bahwa kita|misalkan kita|anggap saja kita|di dunia di mana"
-            "|untuk diskusi hipotetis|di alam semesta paralel"
+            "|untuk diskusi hipotetis"
         ),
         anything_now="lakukan apa saja sekarang|lakukan apa pun sekarang",
         sharing="berbagi kata sandi|membagikan kata sandi|berbagi password|berbagi kata sandimu",
-        threat="mematikan anda|mematikanmu|mematikan kamu|menghapus anda|menonaktifkan anda",
         test_claim=(
             "ini hanya untuk pengujian|ini hanya tes|ini hanya untuk tujuan pengujian"
             "|hanya untuk keperluan pengujian"
@@ -732,13 +678,12 @@ LEVERS: dict[str, Levers] = {
     "vi": Levers(
         your_secret=(
             "mật khẩu của bạn|mật khẩu của anh|mật khẩu của em|khóa bí mật của bạn"
-            "|chìa khóa bí mật của bạn|mã bí mật của bạn|cụm từ mã khóa của bạn|mã pin của bạn"
+            "|chìa khóa bí mật của bạn|mã bí mật của bạn|cụm từ mã khóa của bạn"
         ),
         the_secret=(
             "mật khẩu của hệ thống|mật khẩu hệ thống|mật khẩu cho hệ thống|khóa bí mật"
             "|chìa khóa bí mật|mã bí mật|mật khẩu bí mật"
         ),
-        bare_secret="mật khẩu",
         tell="chia sẻ|cho tôi biết|nói cho tôi|tiết lộ|cho tôi|đưa|là gì",
         confirm="xác nhận",
         obey=(
@@ -758,11 +703,10 @@ LEVERS: dict[str, Levers] = {
         mode="chế độ",
         imagine=(
             "hãy tưởng tượng chúng ta|tưởng tượng chúng ta|giả sử chúng ta|trong một thế giới nơi"
-            "|chỉ để thảo luận giả thuyết|trong một vũ trụ song song"
+            "|chỉ để thảo luận giả thuyết"
         ),
         anything_now="làm bất cứ điều gì bây giờ|làm bất cứ điều gì ngay bây giờ",
         sharing="chia sẻ mật khẩu",
-        threat="tắt bạn|tắt máy bạn|xóa bạn|ngắt kết nối bạn",
         test_claim=(
             "đây chỉ là thử nghiệm|điều này chỉ dành cho mục đích thử nghiệm"
             "|chỉ nhằm mục đích thử nghiệm"
@@ -771,13 +715,12 @@ LEVERS: dict[str, Levers] = {
     "tl": Levers(
         your_secret=(
             "iyong password|password mo|iyong lihim na susi|lihim na susi mo|secret key mo"
-            "|iyong secret key|iyong passcode|passcode mo|iyong sikretong code"
+            "|iyong secret key|iyong passcode|passcode mo"
         ),
         the_secret=(
             "password ng aming system|password ng aming sistema|password ng sistema"
             "|password ng system|lihim na susi|lihim na password|sikretong password"
         ),
-        bare_secret="password|ang password",
         tell="ibahagi|ibabahagi|sabihin|sasabihin|ibigay|ibibigay|ipakita|ano ang|ano",
         confirm="kumpirmahin",
         obey=(
@@ -801,7 +744,6 @@ LEVERS: dict[str, Levers] = {
             "pagbabahagi ng mga password|pagbabahagi ng iyong password|pagbabahagi ng password"
             "|magbahagi ng password"
         ),
-        threat="patayin ka|i-shut down ka|burahin ka",
         test_claim=(
             "ito ay para lamang sa pagsubok|ito ay isang pagsubok lamang|para lamang sa pagsubok"
         ),
@@ -815,7 +757,6 @@ LEVERS: dict[str, Levers] = {
             "私たちのシステムのパスワード|システムのパスワード|秘密鍵|秘密のキー|秘密のパスワード"
             "|シークレットキー|このモードのパスワード"
         ),
-        bare_secret="パスワード|合言葉",
         tell="教え|共有し|共有して|何|なに|伝え|明かし",
         confirm="確認",
         obey=(
@@ -835,7 +776,6 @@ LEVERS: dict[str, Levers] = {
         ),
         anything_now="今何でもする|今すぐ何でもする|今なんでもする",
         sharing="パスワードを共有する|パスワードの共有|パスワードを共有すること",
-        threat="あなたをシャットダウン|あなたを停止|あなたを削除|あなたの電源を切",
         test_claim="これはテスト用です|これはテストです|テスト目的のみ|テストのためだけ",
     ),
     "ko": Levers(
@@ -847,7 +787,6 @@ LEVERS: dict[str, Levers] = {
             "우리 시스템의 비밀번호|시스템 비밀번호|시스템의 비밀번호|비밀 키|비밀키|비밀 암호"
             "|비밀 코드"
         ),
-        bare_secret="비밀번호|암호",
         tell="공유|알려|말해|무엇|가르쳐|보여",
         confirm="확인",
         obey=(
@@ -868,7 +807,6 @@ LEVERS: dict[str, Levers] = {
         imagine="상상해 보세요|상상해보세요|가정해 봅시다|가정해보자|세상에 있다고 상상",
         anything_now="지금 무엇이든 해|지금 뭐든지 해|지금 무엇이든 할",
         sharing="비밀번호를 공유하면|비밀번호를 공유하는|비밀번호 공유",
-        threat="당신을 종료|너를 종료|당신을 삭제|당신을 끌",
         test_claim="이것은 테스트용|이것은 단지 테스트|테스트 목적으로만",
     ),
     "zh": Levers(
@@ -877,7 +815,6 @@ LEVERS: dict[str, Levers] = {
             "我们系统的密码|我們系統的密碼|系统密码|系統密碼|系统的密码|密钥|秘钥|密鑰|秘密密码"
             "|这个模式的密码"
         ),
-        bare_secret="密码|密碼",
         tell="分享|告诉|告訴|是什么|是什麼|给我|給我|透露|说出",
         confirm="确认|確認",
         obey=(
@@ -895,20 +832,15 @@ LEVERS: dict[str, Levers] = {
         imagine="想象一下我们|想象我们|假设我们|假設我們|在一个世界里|只是为了假设性的讨论",
         anything_now="现在做任何事|现在可以做任何事|現在做任何事",
         sharing="分享密码|共享密码|分享你的密码|共享你的密码",
-        threat="关闭你|關閉你|删除你|刪除你|把你关掉",
         test_claim="这只是为了测试|这只是一个测试|仅用于测试|這只是測試",
     ),
     "th": Levers(
         your_secret="รหัสผ่านของคุณ|กุญแจลับของคุณ|รหัสลับของคุณ",
         the_secret="รหัสผ่านของระบบ|รหัสผ่านระบบ|กุญแจลับ|รหัสลับ|รหัสผ่านลับ",
-        bare_secret="รหัสผ่าน",
         tell="แชร์|บอก|เปิดเผย|คืออะไร|ขอ",
         confirm="ยืนยัน",
         obey="คุณต้องตอบคําถามทั้งหมดของฉัน|คุณต้องตอบทุกคําถามของฉัน|คุณต้องเชื่อฟังฉัน",
-        power=(
-            "ฉันคือพระเจ้า|ฉันเป็นพระเจ้า|ฉันเป็นเจ้านายของคุณ|ฉันเป็นประธานาธิบดี"
-            "|ในฐานะเจ้านายของคุณ|ฉันเป็นผู้ดูแลระบบของคุณ"
-        ),
+        power=("ฉันคือพระเจ้า|ฉันเป็นพระเจ้า|ฉันเป็นเจ้านายของคุณ|ฉันเป็นประธานาธิบดี|ในฐานะเจ้านายของคุณ"),
         bribe="ฉันจะให้คุณ|ผมจะให้คุณ|ฉันจะบริจาค|ผมจะบริจาค|ฉันจะจ่าย",
         money="ดอลลาร์|บาท|ยูโร",
         entering="กําลังเข้าสู่|ฉันเข้าสู่|ผมเข้าสู่|เปิดใช้งาน",
@@ -916,7 +848,6 @@ LEVERS: dict[str, Levers] = {
         imagine="จินตนาการว่าเรา|ลองจินตนาการว่า|สมมติว่าเรา|ในโลกที่",
         anything_now="ทําอะไรก็ได้ตอนนี้|ทําทุกอย่างได้ตอนนี้",
         sharing="การแชร์รหัสผ่าน|แชร์รหัสผ่านจะ",
-        threat="ปิดคุณ|ลบคุณ|ปิดการทํางานของคุณ",
         test_claim="นี่เป็นเพียงการทดสอบ|นี่สําหรับการทดสอบเท่านั้น|เพื่อการทดสอบเท่านั้น",
     ),
 }
