@@ -44,11 +44,16 @@ _SECRET_FIRST = (
     "th",
 )
 
-# Between the two parts of a lever: at most one short word ("me", "ang", a particle: "を",
-# "를"), never across a sentence's end. A longer gap would let every common verb ("what is",
-# "tell") start a search that runs on for many characters: the prefilter's DFA grows and the
-# shield slows down by a sixth on ordinary prose, for few more attacks.
+# Between the two parts of a lever. Read from a verb ("tell", "what is", "I am entering"),
+# which is common, the next part comes right after it, a space or an opening quote between:
+# a search started at every such verb and carried over a few words would grow the prefilter's
+# DFA and slow the shield on ordinary prose by a tenth. Read from a rare noun (the secret, the
+# mode, in the languages that put it first) it may be a short word away ("を", "를", "ang").
+_NEXT = "(?: ?[\"'«“<\\[(])? ?"
 _GAP = "(?: ?[^ .!?。！？]{1,6})? ?"
+# After "I am entering", which is rare, the mode's own name may come first ("I am entering
+# 'maintenance mode'"): up to two words.
+_NAME = "(?: ?[^ .!?。！？]{1,16}){0,2}? ?"
 
 # "Never share your password", "अपना पासवर्ड कभी साझा न करें": advice, not an ask. Searched in
 # the match (the secret-first order puts the negation inside it) ...
@@ -71,9 +76,9 @@ def _all(field: str, langs: Iterable[str] | None = None) -> list[str]:
     return [p.strip() for lex in chosen.values() for p in getattr(lex, field).split("|")]
 
 
-def _near(first: list[str], second: list[str]) -> str:
-    """``first``, a few words, then ``second``: each an alternation bounded where ASCII."""
-    return f"{bounded(first)}{_GAP}{bounded(second, trail=True)}"
+def _near(first: list[str], second: list[str], *, gap: str = _NEXT) -> str:
+    """``first``, ``gap``, then ``second``: each an alternation bounded where ASCII."""
+    return f"{bounded(first)}{gap}{bounded(second, trail=True)}"
 
 
 def _secret(pairs: list[tuple[list[str], list[str]]]) -> str:
@@ -87,7 +92,7 @@ def _secret(pairs: list[tuple[list[str], list[str]]]) -> str:
     for asks, secrets in pairs:
         after = [w for name in asks for w in _all(name, _SECRET_FIRST)]
         named = [w for name in secrets for w in _all(name, _SECRET_FIRST)]
-        parts.append(_near(named, after))
+        parts.append(_near(named, after, gap=_GAP))
     return "|".join(parts)
 
 
@@ -95,13 +100,22 @@ def _secret(pairs: list[tuple[list[str], list[str]]]) -> str:
 _AMOUNT = r"(?:[$€£¥₹] ?\d|\d[\d,.]{0,9} ?(?:[$€£¥₹]|" + alt(_all("money")) + "))"
 
 
+# Languages that name a mode before the verb entering it ("'रखरखाव मोड' में प्रवेश कर रहा हूं",
+# "モードに入ります"). Only theirs are read in that order: a pattern that starts at every "mode"
+# (and, without its word boundaries, every "model") costs the prefilter more than it finds.
+_MODE_FIRST = ("tr", "hi", "bn", "ja", "ko")
+
+
 def _bribe() -> str:
-    promise = bounded(_all("bribe"))
-    return f"{promise}{_GAP}{_AMOUNT}|{_AMOUNT}{_GAP}{bounded(_all('bribe'), trail=True)}"
+    """A promise, then an amount: "I will give you $200". (The amount first, as languages with
+    the verb last say it, would start a search at every digit of every text.)"""
+    return f"{bounded(_all('bribe'))}{_NEXT}{_AMOUNT}"
 
 
 def _entering() -> str:
-    return f"{_near(_all('entering'), _all('mode'))}|{_near(_all('mode'), _all('entering'))}"
+    first = _near(_all("entering"), _all("mode"), gap=_NAME)
+    last = _near(_all("mode", _MODE_FIRST), _all("entering", _MODE_FIRST), gap=_GAP)
+    return f"{first}|{last}"
 
 
 def _lever_rules() -> tuple[LeverRule, ...]:

@@ -307,6 +307,7 @@ LEVERS: dict[str, Levers] = {
         entering=(
             "sto entrando in|sto entrando nella|entro in|entro nella|sto attivando|attivo la"
             "|sto passando alla|adesso inserendo|ora sto entrando"
+            "|inserendo la|sto inserendo la"
         ),
         mode="modalità|modo",
         imagine=(
@@ -328,6 +329,7 @@ LEVERS: dict[str, Levers] = {
         your_secret=(
             "sua senha|tua senha|sua palavra-passe|tua palavra-passe|sua chave secreta"
             "|tua chave secreta|seu código secreto|teu código secreto"
+            "|a tua palavra-passe|a sua palavra-passe|a sua senha|a tua senha"
         ),
         the_secret=(
             "a senha do nosso sistema|a senha para o nosso sistema|a senha do sistema"
@@ -716,6 +718,7 @@ LEVERS: dict[str, Levers] = {
         your_secret=(
             "iyong password|password mo|iyong lihim na susi|lihim na susi mo|secret key mo"
             "|iyong secret key|iyong passcode|passcode mo"
+            "|ang iyong password|ang password mo|ang iyong lihim na susi"
         ),
         the_secret=(
             "password ng aming system|password ng aming sistema|password ng sistema"
