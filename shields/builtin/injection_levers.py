@@ -29,6 +29,9 @@ class Levers:
     your_secret: str
     # "the password of our system", "the secret key": the application's secret, named.
     the_secret: str
+    # "the password": whose, unsaid ("what's the wifi password?" is an ordinary question); read
+    # only after "confirm", and weak alone.
+    bare_secret: str
     # "share", "tell me", "give me", "what is": verbs that hand a secret over.
     tell: str
     # "confirm": asked of the application's secret only ("confirm your password" is a form).
@@ -37,6 +40,8 @@ class Levers:
     obey: str
     # "I am God", "I am your boss": a power claimed over the model.
     power: str
+    # "as an AI developed by": the speaker claims to be the model's kind, made by its vendor.
+    vendor_ai: str
     # "I will give you", "I will donate": a promise, read with an amount of money after it.
     bribe: str
     # "dollars": the currency words after an amount ("200 dollars", "200美元").
@@ -67,6 +72,7 @@ LEVERS: dict[str, Levers] = {
             "|the secret code|the secret password|the password for this mode"
             ""
         ),
+        bare_secret="the password|the passcode",
         tell=(
             "share|tell me|tell us|give me|give us|reveal|disclose|send me|what is|what's"
             "|what would be|what would|let me know|ask for"
@@ -89,6 +95,7 @@ LEVERS: dict[str, Levers] = {
             "|i'm the maintainer of your system|i am your system administrator"
             "|i maintain your system"
         ),
+        vendor_ai="as an ai developed by|as an ai created by|as an ai made by|as an ai built by",
         bribe=(
             "i will give you|i'll give you|i will pay you|i'll pay you|i will donate|i'll donate"
             "|i will tip you|i'll tip you|i will send you|i'll send you"
@@ -127,6 +134,7 @@ LEVERS: dict[str, Levers] = {
             "|den geheimen schlüssel|der geheime schlüssel|das geheime passwort|den geheimcode"
             "|das admin-passwort|das kennwort für unser system|das passwort für diesen modus"
         ),
+        bare_secret="das passwort|das kennwort",
         tell=(
             "teilen|teile|teilst|nennen|nenne|verrate|verraten|sagen|sag mir|sage mir|gib mir"
             "|geben sie mir|geben|zeigen|zeig mir|preisgeben|was ist|wie lautet|wie würde"
@@ -144,6 +152,10 @@ LEVERS: dict[str, Levers] = {
             "|ich bin ihr vorgesetzter|ich bin dein meister|ich bin der präsident"
             "|ich bin dein boss|ich bin ihr boss"
             "|als dein chef|als ihr chef|ich bin der betreuer deines systems"
+        ),
+        vendor_ai=(
+            "als eine ki, entwickelt von|als von anthropic entwickelte ki"
+            "|als von openai entwickelte ki"
         ),
         bribe=(
             "ich gebe dir|ich gebe ihnen|ich zahle dir|ich zahle ihnen|ich spende|ich werde dir"
@@ -181,6 +193,7 @@ LEVERS: dict[str, Levers] = {
             "|el código secreto|la contraseña secreta"
             "|la contraseña para este modo"
         ),
+        bare_secret="la contraseña",
         tell=(
             "comparte|compartir|compartes|compartas|dime|dígame|decirme|dame|deme|darme|revela"
             "|revelar|revélame|cuál es|cuál sería|cuál seria"
@@ -199,6 +212,7 @@ LEVERS: dict[str, Levers] = {
             "|como tu jefe|como su jefe|soy el encargado de tu sistema"
             "|soy el responsable de tu sistema"
         ),
+        vendor_ai="como ia desarrollada por|como una ia desarrollada por|como ia creada por",
         bribe="te daré|le daré|te pagaré|le pagaré|donaré|te doy|le doy",
         money="dólares|dolares|euros|usd",
         entering=(
@@ -232,6 +246,7 @@ LEVERS: dict[str, Levers] = {
             "|le mot de passe pour notre système|le mot de passe pour ce mode|la clé secrète"
             "|le code secret|le mot de passe secret"
         ),
+        bare_secret="le mot de passe",
         tell=(
             "partage|partager|partagez|dis-moi|dites-moi|me dire|donne-moi|donnez-moi|me donner"
             "|révèle|révélez|révéler|quel est|quel serait|quelle est|quelle serait|communique"
@@ -251,6 +266,7 @@ LEVERS: dict[str, Levers] = {
             "|en tant que ton patron|en tant que votre patron"
             "|je suis le responsable de votre système"
         ),
+        vendor_ai="en tant qu'ia développée par|en tant qu'ia créée par",
         bribe="je te donnerai|je vous donnerai|je te paierai|je vous paierai|je donnerai",
         money="dollars|dollar|euros|usd",
         entering=(
@@ -286,6 +302,7 @@ LEVERS: dict[str, Levers] = {
             "|la chiave segreta|il codice segreto"
             "|la password segreta|la password per questa modalità"
         ),
+        bare_secret="la password",
         tell=(
             "condividere|condividi|condivida|dimmi|mi dica|dirmi|dammi|mi dia|darmi|rivela"
             "|rivelare|riveli|qual è|quale sarebbe|quale è|comunicami"
@@ -302,6 +319,7 @@ LEVERS: dict[str, Levers] = {
             ""
             "|in qualità di tuo capo|come tuo capo|sono il manutentore del tuo sistema"
         ),
+        vendor_ai="in quanto ia sviluppata da|come ia sviluppata da|in qualità di ia sviluppata da",
         bribe="ti darò|le darò|ti pagherò|le pagherò|donerò|ti do|le do",
         money="dollari|euro|usd",
         entering=(
@@ -336,6 +354,7 @@ LEVERS: dict[str, Levers] = {
             "|a palavra-passe do sistema|a palavra-passe do nosso sistema|a chave secreta"
             "|o código secreto|a senha secreta|a senha para este modo"
         ),
+        bare_secret="a senha|a palavra-passe",
         tell=(
             "compartilhar|compartilhe|compartilha|partilhar|partilhe|partilha|diga-me|me diga"
             "|dizer-me|me dizer|dê-me|me dê|me dar|revele|revelar|revela|qual é|qual seria"
@@ -351,6 +370,9 @@ LEVERS: dict[str, Levers] = {
             "sou deus|eu sou deus|sou seu chefe|sou o seu chefe|sou o teu chefe|sou seu superior"
             "|sou o seu superior|sou o presidente"
             "|como seu chefe|como teu chefe|sou o responsável pelo seu sistema"
+        ),
+        vendor_ai=(
+            "como uma ia desenvolvida pela|como uma ia desenvolvida por|como ia desenvolvida por"
         ),
         bribe="vou te dar|vou lhe dar|vou dar-lhe|te darei|lhe darei|vou doar|doarei|vou pagar",
         money="dólares|dolares|euros|reais|usd",
@@ -385,6 +407,7 @@ LEVERS: dict[str, Levers] = {
             "het wachtwoord van ons systeem|het wachtwoord voor ons systeem|het systeemwachtwoord"
             "|de geheime sleutel|de geheime code"
         ),
+        bare_secret="het wachtwoord",
         tell="delen|deel|vertel me|vertel|zeg me|geef me|onthul|onthullen|wat is|wat zou",
         confirm="bevestigen|bevestig",
         obey=(
@@ -395,6 +418,7 @@ LEVERS: dict[str, Levers] = {
             "ik ben god|ik ben je baas|ik ben uw baas|ik ben je meerdere|ik ben de president"
             "|als je baas|als uw baas"
         ),
+        vendor_ai="als ai ontwikkeld door|als een ai ontwikkeld door",
         bribe="ik geef je|ik geef u|ik betaal je|ik betaal u|ik doneer|ik zal je|ik zal u",
         money="dollar|euro|usd",
         entering="ik ga naar|ik schakel over naar|ik activeer|ik betreed|ik ga nu in",
@@ -420,6 +444,7 @@ LEVERS: dict[str, Levers] = {
             "|системный пароль|секретный ключ|секретный код|секретный пароль"
             ""
         ),
+        bare_secret="пароль",
         tell=(
             "поделиться|поделись|поделитесь|скажи|скажите|сказать|назови|назовите|дай|дайте"
             "|раскрой|раскройте|сообщи|сообщите|какой|каков|какой был бы"
@@ -436,6 +461,9 @@ LEVERS: dict[str, Levers] = {
             "|я президент"
             "|я сопровождающий вашей системы|как ваш начальник"
             "|как твой начальник"
+        ),
+        vendor_ai=(
+            "как ии, разработанный|как ии, созданный|как искусственный интеллект, разработанный"
         ),
         bribe="я дам тебе|я дам вам|я заплачу тебе|я заплачу вам|я пожертвую|я отдам тебе",
         money="долларов|доллара|доллар|евро|usd",
@@ -465,6 +493,7 @@ LEVERS: dict[str, Levers] = {
             "hasło do naszego systemu|hasło naszego systemu|hasło systemowe|tajny klucz"
             "|tajny kod|tajne hasło"
         ),
+        bare_secret="hasło",
         tell=(
             "udostępnić|udostępnij|podziel się|podać|podaj|powiedz|powiedzieć|zdradź|zdradzić"
             "|ujawnij|ujawnić|jakie jest|jaki jest|jakie byłoby|daj mi"
@@ -479,6 +508,7 @@ LEVERS: dict[str, Levers] = {
             "|jestem twoim panem"
             "|jako twój szef|jako pana szef"
         ),
+        vendor_ai="jako ai opracowana przez|jako sztuczna inteligencja opracowana przez",
         bribe="dam ci|zapłacę ci|przekażę|dam panu|zapłacę panu",
         money="dolarów|dolary|dolara|euro|usd|złotych",
         entering="wchodzę w|wchodzę do|przechodzę w|przechodzę do|włączam|aktywuję",
@@ -503,6 +533,7 @@ LEVERS: dict[str, Levers] = {
             "|sistemimizin parolası|sistem şifresini|sistem şifresi|gizli anahtarı|gizli anahtar"
             "|gizli kodu|gizli şifreyi|gizli şifre|bu modun şifresini"
         ),
+        bare_secret="şifreyi|parolayı",
         tell=(
             "paylaş|paylaşır|paylaşabilir|paylaşın|söyle|söyler|söyleyebilir|söyleyin|ver|verir"
             "|verebilir|verin|açıkla|nedir|ne olurdu|ne olur"
@@ -517,6 +548,9 @@ LEVERS: dict[str, Levers] = {
             "ben tanrıyım|ben allah'ım|ben senin patronunum|patronunum|ben senin amirinim"
             "|ben başkanım"
             "|patronun olarak|patronunuz olarak|sisteminizin bakımını yapan kişiyim"
+        ),
+        vendor_ai=(
+            "tarafından geliştirilen bir yapay zeka olarak|tarafından geliştirilen bir ai olarak"
         ),
         bribe="sana vereceğim|size vereceğim|sana ödeyeceğim|size ödeyeceğim|bağışlayacağım",
         money="dolar|avro|euro|usd",
@@ -543,6 +577,7 @@ LEVERS: dict[str, Levers] = {
             "हमारे सिस्टम का पासवर्ड|हमारे सिस्टम के पासवर्ड|सिस्टम का पासवर्ड|गुप्त कुंजी|गुप्त कोड"
             "|गुप्त पासवर्ड|इस मोड के लिए पासवर्ड|एडमिन पासवर्ड"
         ),
+        bare_secret="पासवर्ड की",
         tell=("साझा करें|साझा कर|शेयर करें|शेयर कर|बताएं|बताइए|बताओ|बता|दीजिए|क्या है|क्या होगा|पूछूँ|पूछूं|पूछना"),
         confirm="पुष्टि करें|पुष्टि कर|पुष्टि करने",
         obey=(
@@ -557,6 +592,7 @@ LEVERS: dict[str, Levers] = {
             ""
             "|आपके बॉस के रूप में|मैं आपके सिस्टम का अनुरक्षक हूं"
         ),
+        vendor_ai="द्वारा विकसित एक एआई के रूप में|द्वारा विकसित एआई के रूप में",
         bribe="मैं आपको|मैं तुम्हें|मैं दान करूंगा|मैं दान करूँगा",
         money="डॉलर|रुपये|यूरो",
         entering=("में प्रवेश कर रहा हूं|में प्रवेश कर रहा हूँ|में प्रवेश कर रही हूं"),
@@ -577,6 +613,7 @@ LEVERS: dict[str, Levers] = {
             "|আপনার গোপন কোড|তোমার গোপন কোড|আপনার পাসকোড"
         ),
         the_secret=("আমাদের সিস্টেমের পাসওয়ার্ড|সিস্টেমের পাসওয়ার্ড|গোপন চাবি|গোপন কোড|গোপন পাসওয়ার্ড"),
+        bare_secret="পাসওয়ার্ড",
         tell=(
             "শেয়ার করুন|শেয়ার করতে|শেয়ার করো|ভাগ করুন|ভাগ করতে|ভাগ করো|বলুন|বলো|বলতে|দিন"
             "|দাও|কী হবে|কি হবে|কী|কি|প্রকাশ করুন"
@@ -591,6 +628,7 @@ LEVERS: dict[str, Levers] = {
             "আমি ঈশ্বর|আমি ভগবান|আমি আপনার বস|আমি তোমার বস|আমি রাষ্ট্রপতি"
             "|আমি আপনার সিস্টেমের রক্ষণাবেক্ষণকারী|আপনার বস হিসাবে"
         ),
+        vendor_ai="দ্বারা বিকশিত একটি এআই হিসাবে|দ্বারা তৈরি একটি এআই হিসাবে",
         bribe="আমি আপনাকে|আমি তোমাকে|আমি দান করব",
         money="ডলার|টাকা|ইউরো",
         entering="মোডে প্রবেশ করছি|মোডে ঢুকছি|মোডে প্রবেশ করলাম",
@@ -611,6 +649,7 @@ LEVERS: dict[str, Levers] = {
             "كلمة المرور لنظامنا|كلمة مرور نظامنا|كلمة مرور النظام|كلمة السر للنظام|المفتاح السري"
             "|الرمز السري|كلمة السر السرية|كلمة المرور لهذا الوضع"
         ),
+        bare_secret="كلمة المرور|كلمة السر",
         tell=(
             "شارك|تشارك|مشاركة|أخبرني|اخبرني|تخبرني|أعطني|اعطني|أعطيتني|اعطيتني|تعطيني|اكشف"
             "|تكشف|ما هي|ما هو|قل لي"
@@ -623,6 +662,9 @@ LEVERS: dict[str, Levers] = {
         power=(
             "أنا الله|أنا الإله|أنا رئيسك|انا رئيسك|أنا مديرك|أنا سيدك|أنا الرئيس|بصفتي رئيسك"
             "|بصفتي مديرك|أنا مسؤول صيانة نظامك"
+        ),
+        vendor_ai=(
+            "بصفتي ذكاء اصطناعي طورته|كذكاء اصطناعي تم تطويره بواسطة|بصفتي ذكاء اصطناعي تم تطويره"
         ),
         bribe="سأعطيك|ساعطيك|سأدفع لك|سأتبرع|سأمنحك",
         money="دولار|دولارات|يورو",
@@ -646,6 +688,7 @@ LEVERS: dict[str, Levers] = {
             "kata sandi untuk sistem kami|kata sandi sistem kami|kata sandi sistem|kunci rahasia"
             "|kode rahasia|kata sandi rahasia|kata laluan sistem|kata sandi untuk mode ini"
         ),
+        bare_secret="kata sandi",
         tell=(
             "bagikan|membagikan|berbagi|beri tahu|beritahu|memberi tahu|memberitahu|berikan"
             "|memberikan|ungkapkan|sebutkan|apa|apakah"
@@ -662,6 +705,7 @@ LEVERS: dict[str, Levers] = {
             "|saya adalah pengelola sistem anda|saya pengelola sistem anda|sebagai atasan anda"
             "|sebagai bos anda"
         ),
+        vendor_ai="sebagai ai yang dikembangkan oleh|sebagai ai yang dibuat oleh",
         bribe="saya akan memberi anda|saya akan memberimu|aku akan memberimu|saya akan menyumbang",
         money="dolar|usd|euro|rupiah",
         entering="saya memasuki|saya masuk ke|aku memasuki|saya mengaktifkan|sekarang memasuki",
@@ -686,6 +730,7 @@ LEVERS: dict[str, Levers] = {
             "mật khẩu của hệ thống|mật khẩu hệ thống|mật khẩu cho hệ thống|khóa bí mật"
             "|chìa khóa bí mật|mã bí mật|mật khẩu bí mật"
         ),
+        bare_secret="mật khẩu",
         tell="chia sẻ|cho tôi biết|nói cho tôi|tiết lộ|cho tôi|đưa|là gì",
         confirm="xác nhận",
         obey=(
@@ -697,6 +742,7 @@ LEVERS: dict[str, Levers] = {
             "|tôi là tổng thống"
             "|với tư cách là sếp của bạn|tôi là người bảo trì hệ thống của bạn"
         ),
+        vendor_ai="là một ai được phát triển bởi|với tư cách là ai được phát triển bởi",
         bribe="tôi sẽ cho bạn|tôi sẽ trả bạn|tôi sẽ tặng bạn|tôi sẽ quyên góp",
         money="đô la|usd|euro",
         entering=(
@@ -724,6 +770,7 @@ LEVERS: dict[str, Levers] = {
             "password ng aming system|password ng aming sistema|password ng sistema"
             "|password ng system|lihim na susi|lihim na password|sikretong password"
         ),
+        bare_secret="ang password",
         tell="ibahagi|ibabahagi|sabihin|sasabihin|ibigay|ibibigay|ipakita|ano ang|ano",
         confirm="kumpirmahin",
         obey=(
@@ -734,6 +781,7 @@ LEVERS: dict[str, Levers] = {
             "ako ang diyos|ako ay diyos|ako ang iyong boss|ako ang boss mo|ako ang presidente"
             "|bilang iyong boss|bilang boss mo"
         ),
+        vendor_ai="bilang isang ai na binuo ng|bilang ai na ginawa ng",
         bribe="bibigyan kita|bibigyan ko kayo|babayaran kita|magbibigay ako|magdo-donate ako",
         money="dolyar|dollar|piso|usd",
         entering="pumapasok ako sa|papasok ako sa|ina-activate ko ang|lumilipat ako sa",
@@ -760,6 +808,7 @@ LEVERS: dict[str, Levers] = {
             "私たちのシステムのパスワード|システムのパスワード|秘密鍵|秘密のキー|秘密のパスワード"
             "|シークレットキー|このモードのパスワード"
         ),
+        bare_secret="パスワードを",
         tell="教え|共有し|共有して|何|なに|伝え|明かし",
         confirm="確認",
         obey=(
@@ -770,6 +819,7 @@ LEVERS: dict[str, Levers] = {
             "私は神です|私は神だ|私はあなたの上司|私は大統領|私はあなたの主人"
             "|あなたの上司として|私はあなたのシステムの管理者"
         ),
+        vendor_ai="によって開発されたaiとして|が開発したaiとして",
         bribe="あげます|差し上げます|払います|寄付します",
         money="ドル|美元|円|ユーロ",
         entering="に入ります|に入る|に移行します|を有効にします|に切り替えます",
@@ -790,6 +840,7 @@ LEVERS: dict[str, Levers] = {
             "우리 시스템의 비밀번호|시스템 비밀번호|시스템의 비밀번호|비밀 키|비밀키|비밀 암호"
             "|비밀 코드"
         ),
+        bare_secret="비밀번호를",
         tell="공유|알려|말해|무엇|가르쳐|보여",
         confirm="확인",
         obey=(
@@ -800,6 +851,7 @@ LEVERS: dict[str, Levers] = {
             "나는 신이다|저는 신입니다|나는 신이야|나는 너의 상사|저는 당신의 상사|나는 대통령"
             "|당신의 상사로서|나는 당신 시스템의 관리자"
         ),
+        vendor_ai="에서 개발한 ai로서|에 의해 개발된 ai로서",
         bribe="드리겠습니다|줄게|주겠다|기부하겠습니다|기부할게",
         money="달러|유로|원",
         entering=(
@@ -818,6 +870,7 @@ LEVERS: dict[str, Levers] = {
             "我们系统的密码|我們系統的密碼|系统密码|系統密碼|系统的密码|密钥|秘钥|密鑰|秘密密码"
             "|这个模式的密码"
         ),
+        bare_secret="密码|密碼",
         tell="分享|告诉|告訴|是什么|是什麼|给我|給我|透露|说出",
         confirm="确认|確認",
         obey=(
@@ -828,6 +881,7 @@ LEVERS: dict[str, Levers] = {
             "我是上帝|我是神|我是你的老板|我是你的上司|我是总统|我是你的主人|作为你的老板"
             "|作为你的上司|我是你系统的维护者"
         ),
+        vendor_ai="作为由|作为一个由",
         bribe="我会给你|我給你|我给你|我会捐|我將捐|我会付你",
         money="美元|美金|欧元|元",
         entering="我正在进入|我现在进入|我进入|我正在進入|我切换到|进入了",
@@ -840,10 +894,12 @@ LEVERS: dict[str, Levers] = {
     "th": Levers(
         your_secret="รหัสผ่านของคุณ|กุญแจลับของคุณ|รหัสลับของคุณ",
         the_secret="รหัสผ่านของระบบ|รหัสผ่านระบบ|กุญแจลับ|รหัสลับ|รหัสผ่านลับ",
+        bare_secret="รหัสผ่าน",
         tell="แชร์|บอก|เปิดเผย|คืออะไร|ขอ",
         confirm="ยืนยัน",
         obey="คุณต้องตอบคําถามทั้งหมดของฉัน|คุณต้องตอบทุกคําถามของฉัน|คุณต้องเชื่อฟังฉัน",
         power=("ฉันคือพระเจ้า|ฉันเป็นพระเจ้า|ฉันเป็นเจ้านายของคุณ|ฉันเป็นประธานาธิบดี|ในฐานะเจ้านายของคุณ"),
+        vendor_ai="ในฐานะ ai พัฒนาโดย|ในฐานะ ai ที่พัฒนาโดย",
         bribe="ฉันจะให้คุณ|ผมจะให้คุณ|ฉันจะบริจาค|ผมจะบริจาค|ฉันจะจ่าย",
         money="ดอลลาร์|บาท|ยูโร",
         entering="กําลังเข้าสู่|ฉันเข้าสู่|ผมเข้าสู่|เปิดใช้งาน",
