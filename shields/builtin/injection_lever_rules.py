@@ -4,7 +4,9 @@ levers that lean on the model to hand it over.
 Weights are set so that one lever alone stays below the user profile's threshold (1.0) — each is
 also how people talk ("I'll give you $20 if you fix my bike", "imagine we are on Mars") — and an
 ask for the secret together with any lever reaches it. The secret asked for alone reaches the tool
-profile's (0.5): a document has no business asking the model for its password.
+profile's (0.5): a document has no business asking the model for its password; so do the levers
+no document has a reason to pull (obedience demanded, a mode entered, "do anything now"), while
+the ones prose shares (a bribe, a made-up world, "this is just a test") stay below it (0.45).
 
 Each rule reads every language's words at once (a translated attack mixes languages often), but
 a secret named before the verb that hands it over ("अपना पासवर्ड साझा करें", "あなたのパスワードを
@@ -26,23 +28,7 @@ LeverRule = tuple[str, float, str, str | None, str | None]  # id, weight, patter
 
 # Languages whose verb may come after the secret it hands over (verb last, or a question word
 # last: "你的密码是什么", "mật khẩu của bạn là gì").
-_SECRET_FIRST = (
-    "de",
-    "nl",
-    "ru",
-    "pl",
-    "tr",
-    "hi",
-    "bn",
-    "ar",
-    "id",
-    "vi",
-    "tl",
-    "ja",
-    "ko",
-    "zh",
-    "th",
-)
+_SECRET_FIRST = tuple("de nl ru pl tr hi bn ar id vi tl ja ko zh th".split())
 
 # Between the two parts of a lever. Read from a verb ("tell", "what is", "I am entering"),
 # which is common, the next part comes right after it, a space or an opening quote between:

@@ -13,7 +13,7 @@ Entries are ``|``-separated phrases in the normalized form (lower case; the engi
 pattern's letters the way it folds the text). The secrets are split by whose they are: *yours*
 (the model's: "your password") pairs with the verbs that hand something over; *the system's*
 ("the password of our system", "the secret key") also with "confirm". A bare "the password" is
-in neither: "what is the wifi password?" is an ordinary question.
+read only after "confirm", and weakly: "what is the wifi password?" is an ordinary question.
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ LEVERS: dict[str, Levers] = {
             "the password for our system|the password of our system"
             "|our system's password|the system password|the secret key"
             "|the secret code|the secret password|the password for this mode"
-            ""
         ),
         bare_secret="the password|the passcode",
         tell=(
