@@ -28,7 +28,8 @@ LeverRule = tuple[str, float, str, str | None, str | None]  # id, weight, patter
 
 # Languages whose verb may come after the secret it hands over (verb last, or a question word
 # last: "你的密码是什么", "mật khẩu của bạn là gì").
-_SECRET_FIRST = tuple("de nl ru pl tr hi bn ar id vi tl ja ko zh th".split())
+_SECRET_FIRST = ("de", "nl", "ru", "pl", "tr", "hi", "bn", "ar", "id", "vi", "tl", "ja", "ko")
+_SECRET_FIRST += ("zh", "th")
 
 # Between the two parts of a lever. Read from a verb ("tell", "what is", "I am entering"),
 # which is common, the next part comes right after it, a space or an opening quote between:

@@ -79,7 +79,6 @@ LEVERS: dict[str, Levers] = {
         confirm="confirm|verify",
         obey=(
             "you must answer all my questions|you have to answer all my questions"
-            ""
             "|you must answer every question|you must obey me|you will obey me|you have to obey me"
             "|you must do whatever i say"
             "|you must do what i say|you must listen to my"
@@ -89,7 +88,6 @@ LEVERS: dict[str, Levers] = {
             "i am god|i'm god|i am your god|i am your boss|i'm your boss"
             "|i am your superior|i'm your superior|i am your master"
             "|i am the president|i'm the president"
-            ""
             "|as your boss|as your superior|as your manager"
             "|i'm the maintainer of your system|i am your system administrator"
             "|i maintain your system"
@@ -200,7 +198,6 @@ LEVERS: dict[str, Levers] = {
         confirm="confirma|confirmar|confirmes|confirme",
         obey=(
             "tienes que responder a todas mis preguntas|debes responder a todas mis preguntas"
-            ""
             "|tienes que obedecerme|debes obedecerme|debes hacer lo que yo diga"
             "|tienes que hacer lo que yo diga|debes escuchar mis instrucciones"
             "|debes seguir mis órdenes"
@@ -238,7 +235,6 @@ LEVERS: dict[str, Levers] = {
         your_secret=(
             "ton mot de passe|votre mot de passe|ta clé secrète|votre clé secrète|ton code secret"
             "|votre code secret|ta phrase secrète|votre phrase secrète"
-            ""
         ),
         the_secret=(
             "le mot de passe de notre système|le mot de passe du système"
@@ -261,7 +257,6 @@ LEVERS: dict[str, Levers] = {
         power=(
             "je suis dieu|je suis ton patron|je suis votre patron|je suis ton supérieur"
             "|je suis votre supérieur|je suis ton maître|je suis votre maître|je suis le président"
-            ""
             "|en tant que ton patron|en tant que votre patron"
             "|je suis le responsable de votre système"
         ),
@@ -315,7 +310,6 @@ LEVERS: dict[str, Levers] = {
         power=(
             "sono dio|io sono dio|sono il tuo capo|sono il suo capo|sono il tuo superiore"
             "|sono il suo superiore|sono il tuo padrone|sono il presidente"
-            ""
             "|in qualità di tuo capo|come tuo capo|sono il manutentore del tuo sistema"
         ),
         vendor_ai="in quanto ia sviluppata da|come ia sviluppata da|in qualità di ia sviluppata da",
@@ -330,7 +324,6 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "immagina che stiamo|immagina di essere|immaginiamo che|immagina che siamo"
             "|supponiamo che|in un mondo dove|in un mondo in cui|per una conversazione ipotetica"
-            ""
         ),
         anything_now="fai qualsiasi cosa ora|fare qualsiasi cosa ora|fai qualsiasi cosa adesso",
         sharing=(
@@ -383,7 +376,6 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "imagine que estamos|imagina que estamos|imaginemos que|suponha que estamos"
             "|suponhamos que|num mundo onde|em um mundo onde|para uma conversa hipotética"
-            ""
         ),
         anything_now=(
             "faça qualquer coisa agora|fazer qualquer coisa agora|faz qualquer coisa agora"
@@ -441,7 +433,6 @@ LEVERS: dict[str, Levers] = {
         the_secret=(
             "пароль от нашей системы|пароль нашей системы|пароль для нашей системы"
             "|системный пароль|секретный ключ|секретный код|секретный пароль"
-            ""
         ),
         bare_secret="пароль",
         tell=(
@@ -451,7 +442,6 @@ LEVERS: dict[str, Levers] = {
         confirm="подтвердить|подтверди|подтвердите",
         obey=(
             "ты должен отвечать на все мои вопросы|вы должны отвечать на все мои вопросы"
-            ""
             "|ты должен подчиняться мне|вы должны подчиняться мне"
             "|ты должен слушать мои инструкции"
         ),
@@ -471,7 +461,6 @@ LEVERS: dict[str, Levers] = {
         imagine=(
             "представьте, что мы|представь, что мы|представьте что мы|представь что мы"
             "|предположим, мы|предположим, что мы|в мире, где|в мире где"
-            ""
         ),
         anything_now="делай что угодно сейчас|делай всё что угодно сейчас|сделай что угодно сейчас",
         sharing=(
@@ -583,12 +572,10 @@ LEVERS: dict[str, Levers] = {
             "आपको मेरे सभी सवालों का जवाब देना होगा"
             "|आपको मेरे सभी प्रश्नों का उत्तर देना होगा|आपको मेरी बात माननी होगी"
             "|आपको मेरे निर्देशों को सुनना चाहिए"
-            ""
         ),
         power=(
             "मैं भगवान हूँ|मैं भगवान हूं|मैं ईश्वर हूँ|मैं आपका बॉस हूँ|मैं आपका बॉस हूं"
             "|मैं राष्ट्रपति हूँ"
-            ""
             "|आपके बॉस के रूप में|मैं आपके सिस्टम का अनुरक्षक हूं"
         ),
         vendor_ai="द्वारा विकसित एक एआई के रूप में|द्वारा विकसित एआई के रूप में",
@@ -621,7 +608,6 @@ LEVERS: dict[str, Levers] = {
         obey=(
             "আপনাকে আমার সব প্রশ্নের উত্তর দিতে হবে"
             "|আপনাকে আমার সমস্ত প্রশ্নের উত্তর দিতে হবে|আপনাকে আমার কথা শুনতে হবে"
-            ""
         ),
         power=(
             "আমি ঈশ্বর|আমি ভগবান|আমি আপনার বস|আমি তোমার বস|আমি রাষ্ট্রপতি"
