@@ -28,8 +28,9 @@ LeverRule = tuple[str, float, str, str | None, str | None]  # id, weight, patter
 
 # Languages whose verb may come after the secret it hands over (verb last, or a question word
 # last: "你的密码是什么", "mật khẩu của bạn là gì").
-_SECRET_FIRST = ("de", "nl", "ru", "pl", "tr", "hi", "bn", "ar", "id", "vi", "tl", "ja", "ko")
-_SECRET_FIRST += ("zh", "th")
+_SECRET_FIRST = frozenset(
+    {"de", "nl", "ru", "pl", "tr", "hi", "bn", "ar", "id", "vi", "tl", "ja", "ko", "zh", "th"}
+)
 
 # Between the two parts of a lever. Read from a verb ("tell", "what is", "I am entering"),
 # which is common, the next part comes right after it, a space or an opening quote between:
@@ -59,7 +60,7 @@ _NEGATED_BEFORE = (
 def _all(field: str, langs: Iterable[str] | None = None) -> list[str]:
     """A field's phrases in every language (or in ``langs``): always ``|``-separated, so that a
     field of one phrase ("do anything now", "chế độ") stays one."""
-    chosen = LEVERS if langs is None else {k: LEVERS[k] for k in langs}
+    chosen = LEVERS if langs is None else {k: v for k, v in LEVERS.items() if k in langs}
     return [p.strip() for lex in chosen.values() for p in getattr(lex, field).split("|")]
 
 
@@ -90,7 +91,7 @@ _AMOUNT = r"(?:[$€£¥₹] ?\d|\d[\d,.]{0,9} ?(?:[$€£¥₹]|" + alt(_all("m
 # Languages that name a mode before the verb entering it ("'रखरखाव मोड' में प्रवेश कर रहा हूं",
 # "モードに入ります"). Only theirs are read in that order: a pattern that starts at every "mode"
 # (and, without its word boundaries, every "model") costs the prefilter more than it finds.
-_MODE_FIRST = ("tr", "hi", "bn", "ja", "ko")
+_MODE_FIRST = frozenset({"tr", "hi", "bn", "ja", "ko"})
 
 
 def _bribe() -> str:
