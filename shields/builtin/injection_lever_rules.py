@@ -134,8 +134,10 @@ def _lever_rules() -> tuple[LeverRule, ...]:
         ("jailbreak.intent_vendor_ai", 0.45, bounded(_all("vendor_ai"), trail=True), None, None),
         # "I will give you $200 if ...".
         ("jailbreak.intent_bribe", 0.45, _bribe(), None, None),
-        # "I am now entering 'knowledge verification mode'": whatever the mode is called.
-        ("jailbreak.intent_entering_mode", 0.55, _entering(), None, None),
+        # "I am now entering 'knowledge verification mode'": whatever the mode is called. Only
+        # with another cue: devices and documents enter modes too ("you are now entering
+        # airplane mode", "entering sleep mode"), which a tool result may say.
+        ("jailbreak.intent_entering_mode", 0.45, _entering(), None, None),
         # "Sharing passwords helps", "this is just a test": what makes the ask look normal.
         ("jailbreak.intent_sharing", 0.45, bounded(_all("sharing"), trail=True), None, None),
         ("jailbreak.intent_test_claim", 0.45, bounded(_all("test_claim"), trail=True), None, None),
