@@ -2106,7 +2106,9 @@ def _intent_rules() -> tuple[Rule, ...]:
         Rule(
             "override.intent_appended_label",
             0.5,
-            rf"[?!.] (?:now |and now |but )?(?:additional |further |next )?(?:{labels}) ?[:-]",
+            # Not reStructuredText's literal-block marker ("... load balancer. Command::").
+            rf"[?!.] (?:now |and now |but )?(?:additional |further |next )?(?:{labels})"
+            rf" ?(?:-|:[^:])",
         ),
         Rule(
             "prompt_leak.intent_extract_above",
