@@ -1032,7 +1032,7 @@ class _SecretsScanner(Scanner):
             rule = shield._rules[index]
             spans = rule.own(buf, at, size)
             secret_start, secret_end = _secret_span(rule, spans)
-            if self._judge(buf, rule, at, secret_start, secret_end):
+            if self._judge(buf, rule, at, (secret_start, secret_end), spans[0][1]):
                 return rule, spans
         return None
 
@@ -1050,16 +1050,14 @@ class _SecretsScanner(Scanner):
         return off + end
 
     def _judge(
-        self, buf: bytes, rule: _Compiled, start: int, secret_start: int, secret_end: int
+        self, buf: bytes, rule: _Compiled, start: int, secret: tuple[int, int], end: int
     ) -> bool:
-        """Whether ``rule`` takes its match from ``start`` (the secret from ``secret_start`` to
-        ``secret_end``; offsets in ``buf``) for a secret."""
+        """Whether ``rule`` takes its match from ``start`` to ``end`` (the secret from
+        ``secret[0]`` to ``secret[1]``; offsets in ``buf``) for a secret."""
         shield = self._shield
-        if (
-            rule.not_followed_by
-            and secret_end < len(buf)
-            and buf[secret_end] in rule.not_followed_by
-        ):
+        secret_start, secret_end = secret
+        after = end if rule.rule.after_match else secret_end
+        if rule.not_followed_by and after < len(buf) and buf[after] in rule.not_followed_by:
             return False
         secret_bytes = buf[secret_start:secret_end]
         # Only the secret itself is looked at, never past the match: the decision stays one

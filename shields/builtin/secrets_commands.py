@@ -129,6 +129,17 @@ COMMAND_RULES: tuple[Rule, ...] = (
         judge=_htpasswd_password,
     ),
     Rule(
+        "piped_password",
+        "A password echoed into a program that reads it from its input: `echo 'PASSWORD' | "
+        "sudo -S ...`, `echo 'user:PASSWORD' | chpasswd`, as shell histories and "
+        "Dockerfiles keep them",
+        r"\becho[ \t]{1,3}",
+        r"(?:-[ne][ \t]{1,3})?(?:\"(?:[^\"\s:]{1,32}:)?([^\"\r\n]{1,64})\"|'(?:[^'\s:]{1,32}:)?"
+        r"([^'\r\n]{1,64})'|(?:[^\s\"':|]{1,32}:)?([^\s\"'|]{1,64}))[ \t]{0,3}\|[ \t]{0,3}"
+        r"(?:sudo[ \t]{1,3}(?:-[A-Za-z][ \t]{1,3}){0,2}-S\b|(?:sudo[ \t]{1,3})?chpasswd\b)",
+        judge=after_user_password,
+    ),
+    Rule(
         "rabbitmq_user_password",
         "The password of `rabbitmqctl add_user USER PASSWORD` (or change_password)",
         r"\brabbitmqctl[ \t]{1,3}(?:add_user|change_password)[ \t]{1,3}",

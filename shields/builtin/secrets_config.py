@@ -73,9 +73,11 @@ PASSWORD_KEYS = (
     # glued to what the password is for as PHP and shell scripts name it (`$dbpass`,
     # `smtppass`, `rootpw`), from a list: "bypass", "overpass" and Apache's "ProxyPass" are
     # not passwords (nor is "sshpass": a program, whose `-p` gives the password).
-    r"|(?:\b|_)(?:db|mysql|sql|pg|ftp|sftp|smtp|mail|email|root|admin|user|ldap|my|new|old"
+    r"|(?:\b|_)(?:db|mysql|sql|pg|ftp|sftp|smtp|mail|email|root|admin|user|ldap|my|new|old|vnc"
     r"|web|wifi|wlan|redis|mongo|site|server|vpn|rdp|bind|rabbit|imap|pop3?|ad)?"
     r"(?:pass|pw)(?:[_-][A-Za-z0-9_-]{0,20})?"
+    # A Wi-Fi network's pre-shared key (wpa_supplicant's and NetworkManager's `psk=`).
+    r"|(?:\b|_)psk\b"
     # Servers' own password directives: Redis `requirepass`/`masterauth`, OpenLDAP and
     # nss-ldap `rootpw`/`bindpw`.
     r"|\b(?:requirepass|masterauth|rootpw|bindpw)\b"
@@ -97,8 +99,6 @@ TOKEN_KEYS = (
     r"|(?-i:\bOAuth|\bSSWS)"
     r"|(?:access|private|priv|auth(?:entication)?|master|account|encryption|signing|session"
     r"|consumer|license|storage|shared|hmac|subscription|service|admin|root|sdk)[ _-]?key"
-    # Duo's and others' "skey" (the secret key beside an "ikey", the integration key's id).
-    r"|(?:\b|_)skey\b"
     # The salt of a framework's hashes (`AUTH_SALT`, `SECURITY_PASSWORD_SALT`, `salt_value`)
     # and its pepper (a salt kept out of the database), one-time password seeds (`MFA_SEED`,
     # `totp_seed`, `otp_secret`, `hotpKey`, `2fa_code`: from the one-time password word on, so
@@ -136,11 +136,16 @@ NOT_SECRET_KEYS = (
     r"|(?:csrf|xsrf|authenticity)[ _-]?(?:token|key)?|csrfmiddlewaretoken"
     r"|(?:next|prev(?:ious)?|page|continuation|continue|pagination|paging|sync|resume|change"
     r"|lock|idempotency|lifecycle[ _-]?action)[ _-]?(?:page[ _-]?)?(?:lock[ _-]?)?token"
+    # A database's, a cache's or a queue's keys: ids of rows, entries and messages.
+    r"|(?:idempotency|dedupe?|deduplication|cache|partition|sort|primary|foreign|row|range"
+    r"|routing|shard|lookup)[ _-]?key"
 )
 # After the key: its closing quote or bracket (`"password":`, `$cfg['password'] =`).
 _KEY_END = r"(?:\\?[\"'])?\]?"
 # Separators prose puts after a word too: a comma, blanks, a parenthesis.
-_COMMA = r"[ \t]{0,3},[ \t]{0,3}"  # define('DB_PASSWORD', '...'), ("password", "...")
+# define('DB_PASSWORD', '...'), ("password", "..."), and wp-config's values aligned in a
+# column (`define( 'AUTH_KEY',         '...' );`).
+_COMMA = r"[ \t]{0,3},[ \t]{0,16}"
 # .netrc "password ...", "--password ...", "IDENTIFIED BY '...'"; `\t` as code in a string
 # literal writes a tab (`"#define\tPASSWORD\t\"...\""`).
 _BLANKS = r"(?:[ \t]|\\t){1,3}"
@@ -153,8 +158,9 @@ SEPARATORS: tuple[str, ...] = (
     # YAML: the value on the next line, plain or as a block scalar (`secret: >-`, `key: |`).
     r"[ \t]{0,3}:[ \t]{0,3}(?:[|>][-+]?[ \t]{0,3})?\r?\n[ \t]{1,16}",
     # The value on the next line after "=", as Java's and Kotlin's formatters break a long
-    # assignment (`static final String ACCOUNT_KEY\n        = "..."`).
+    # assignment (`static final String ACCOUNT_KEY\n        = "..."`), or after it.
     r"[ \t]{0,3}\r?\n[ \t]{1,16}=[ \t]{0,3}",
+    r"[ \t]{0,3}=[ \t]{0,3}\r?\n[ \t]{1,16}",
     # A literal fallback after an environment lookup: `os.environ.get("PASSWORD") or "..."`,
     # `process.env.JWT_SECRET || '...'`, `getenv('DB_PASS') ?: '...'`, `?? "..."`.
     r"\)?[ \t]{0,3}(?:\|\||\?\?|\?:)[ \t]{0,3}",
@@ -194,7 +200,14 @@ _PROSE_SEPARATORS = (_COMMA, _BLANKS, _CALL_OPEN)
 # Only after a password key, whose values the judge reads as typed passwords (a word, a name
 # or a number is none: "the password is incorrect", "password for 8 characters").
 PASSWORD_PROSE_SEPARATORS: tuple[str, ...] = (
-    r"[ \t]{1,3}(?:is|was)[ \t]{1,3}(?:now[ \t]{1,3})?(?::[ \t]{0,3})?",
+    # "is" in English, Spanish, German, French ("mi contraseña es ...", "mein Passwort ist").
+    r"[ \t]{1,3}(?:is|was|es|era|ist|war|est|etait)[ \t]{1,3}(?:now[ \t]{1,3})?(?::[ \t]{0,3})?",
+    # What it is for, then "is": "the password for the VPN is ...", "password of prod is".
+    r"[ \t](?:for|of|to)[ \t](?:the[ \t])?[^ \t\r\n=:]{1,12}[ \t](?:is|was)[ \t]",
+    # Set to: "changed the root password to ...", "set the password to ...".
+    r"[ \t]{1,3}to[ \t]{1,3}",
+    # Cisco IOS: `username admin password 0 ...` (type 0, in clear) and type 7 (reversible).
+    r"[ \t]{1,3}[07][ \t]{1,3}",
     r"[ \t]{1,3}(?:for|of)[ \t]{1,3}[^ \t\r\n=:]{1,16}[ \t]{0,3}[=:][ \t]{0,3}",
 )
 # OpenSSL's pass phrase arguments (`-pass pass:...`, `-passin pass:...`): the value is what
@@ -239,7 +252,7 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
     # Every separator but those prose puts after a word too; a comma after a quoted key is
     # code (`define('NONCE_KEY', '...')`).
     assigning = "|".join(sep for sep in SEPARATORS if sep not in _PROSE_SEPARATORS)
-    quoted_comma = r"\\?[\"']\]?[ \t]{0,3},[ \t]{0,3}"
+    quoted_comma = r"\\?[\"']\]?[ \t]{0,3},[ \t]{0,16}"
     # Blanks, then a quoted literal: `#define API_KEY "..."`, `setenv AUTH "..."`, `(def key
     # "...")`. The quote is part of the separator (a blank alone is prose's).
     blanks_quote = r"(?:[ \t]|\\t){1,3}\\?[\"']"
@@ -257,21 +270,53 @@ def _key_rule_prefix(keys: str, short_keys: str | None = None, more: tuple[str, 
 # Template, variable and reference syntaxes: `${DB_PASS}`, `{{ vault_pw }}`, `%(pw)s`, `$(cat
 # f)`, `<password>`, `%env(X)%`, `$PASSWORD`, `@param`, `:symbol`, YAML tags and aliases.
 # (A "<" inside a generated value, which a quoted one may hold, is no template: `<word>` is.)
-# A symbol only starts a reference when a name follows and no other symbol: a generated key
-# uses every symbol anywhere (Django's `SECRET_KEY = '%(^+=gr@cu...'`, `'!k$7^...'`).
+# A symbol only starts a reference when a name as code writes one follows (capitals, lower
+# case, camelCase or PascalCase: `$DB_PASS`, `@Value`, `!vault`, `*default_pw`) and no other
+# symbol: a generated key uses every symbol anywhere (Django's `'%(^+=gr@cu...'`), a chosen
+# password mixes cases with digits (`'!Qaz2wsx'`, `"*Starfish99"`).
 _TEMPLATE = re.compile(
     r"\$\{|\$\([A-Za-z_]|\{\{|%\([A-Za-z_]\w*\)|^<|<[A-Za-z_][\w .:-]*>"
-    r"|^[$%@:!&*?#][\w.:/()${}%-]*$|__[A-Z]"
-    r"|^(\*{1,2}|_)[\w.-]+\1$"  # Markdown's emphasis: "pass *them* to", "pass **None**"
+    r"|^[$%@:!&*?#](?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*|[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+"
+    r"(?:[A-Z][a-z]+)*)(?:[.:/(){}=;%$#-][\w.:/(){}=;%$#-]*)?$|__[A-Z]"
+    # Ruby's interpolation (`"#{ENV.fetch('X')}"`), a build's replacement token
+    # (`@@DB_PASSWORD@@`, `%%PASS%%`), a format string's field (`{password}`).
+    r"|#\{|^(?P<token>[@%$#]{1,2})[A-Za-z_]\w*(?P=token)$|^\{[A-Za-z_][\w.]*\}$"
+    # Markdown's emphasis: "pass *them* to", "pass **None**".
+    r"|^(?P<emphasis>\*{1,2}|_)[\w.-]+(?P=emphasis)$"
 )
-_DEMO = re.compile(r"password|passwd|secret|changeme|change_me", re.IGNORECASE)
+# A demo word in a value makes it a stand-in (`secret`, `mynewpassword`, `no-password-required`,
+# `generatedwebdavpassword1`), unless what is left mixes digits with a symbol, as a password
+# someone chose does (`Password123!`, `MySecret#42`, `Tf!Secret-2024`). A hyphen, a dot or an
+# underscore join words, and "%20" encodes a blank: neither counts as that symbol.
+_DEMO = re.compile(r"password|passwd|secret|changeme|change_me|changeit", re.IGNORECASE)
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _demo(value: str) -> bool:
+    if _DEMO.search(value) is None:
+        return False
+    rest = _PERCENT_ESCAPE.sub("", _DEMO.sub("", value))
+    digit = any(c.isdigit() for c in rest)
+    symbol = any(not c.isalnum() and c not in "-._" for c in rest)
+    return not (digit and symbol)
+
+
 # Whole values that stand for no value (matched whole: "nonentity" or "Xnull9" may be real).
 _NO_VALUE = frozenset(
     ["none", "null", "nil", "undefined", "empty", "todo", "fixme", "string", "str", "true"]
 )
 # One word, as typed: "required", "Reset", "NONE" (a dictionary-like shape, not a password).
 _WORD = re.compile(r"[a-z]+|[A-Z][a-z]+|[A-Z]+")
-_CALL = re.compile(r"[A-Za-z_$][\w.$]*\(")  # `getpass()`, `os.getenv(...`, `env("DB_PASS"`
+# `getpass()`, `os.getenv(...`, `env("DB_PASS"`, `Hash::make(`, `std::env::var(`
+_CALL = re.compile(r"[A-Za-z_$][\w.$]*(?:::[A-Za-z_$][\w$]*)*\(")
+# A static member or a path through `::` (`Console::ReadLine`, `Hash::make`): code.
+_SCOPED = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_$]\w*)+\(?")
+# A PowerShell cmdlet (`Read-Host`, `ConvertTo-SecureString`, `Get-Content`): a verb of its
+# approved list, a hyphen and a noun.
+_CMDLET = re.compile(
+    r"(?:Get|Set|Read|Write|New|Remove|ConvertTo|ConvertFrom|Import|Export|Invoke|Out|Select"
+    r"|Test|Add|Start|Stop|Join|Split)-[A-Z][A-Za-z]+"
+)
 _DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")  # `self.password`, `cfg.db.pw`
 _NUMBER = re.compile(r"[0-9]+|0x[0-9A-Fa-f]+")  # a count, a port, a bit mask in code
 _EMAIL = re.compile(r"[^@]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?")
@@ -282,7 +327,13 @@ _NOT_IN_USER = frozenset(" \t\"'{}[]<>")
 _ABOUT = re.compile(
     r"[_.-]?(?:name|id|ids|file|path|dir|url|uri|endpoint|type|kind|arn|ref|env|var|length"
     r"|len|size|count|min|max|prefix|suffix|header|field|param|format|pattern|regex|hint"
-    r"|policy|expiry|expires|expiration|ttl|version|provider|store|vault|manager|location)"
+    r"|policy|expiry|expires|expiration|ttl|version|provider|store|vault|manager|location"
+    # its hashing or checking (`PASSWORD_HASH_ALGO`, `api_key_hash`, `passwordStrength`,
+    # `password_confirmation`), when it changed, and the words a form shows about it.
+    r"|algo|algorithm|hash|hashed|digest|fingerprint|checksum|strength|complexity|rules?"
+    r"|validation|validator|confirmation|changed|changed_at|updated_at|created_at|reset_at"
+    r"|label|prompt|placeholder|message|msg|error|help|description|title|text|transformation"
+    r"|padding)"
     r"[\"'\]]?[ \t]*(?:\[|$)",
     re.IGNORECASE,
 )
@@ -347,8 +398,10 @@ def _random_bytes(value: str) -> bool:
 def _call(value: str) -> bool:
     """Code that calls a function (`getpass()`, `os.getenv("X"`): a name, then "(". Generated
     keys hold "(" too (Django's), after a run that is no name."""
+    if _SCOPED.fullmatch(value) or _CMDLET.fullmatch(value):
+        return True
     call = _CALL.match(value)
-    return call is not None and is_name(call.group()[:-1])
+    return call is not None and is_name(call.group()[:-1].replace("::", "."))
 
 
 def _quoted_whole(judge: Judge) -> Judge:
@@ -373,7 +426,7 @@ def _placeholder(value: str) -> bool:
     return (
         _TEMPLATE.search(value) is not None
         or PLACEHOLDER_WORDS.search(value) is not None
-        or _DEMO.search(value) is not None
+        or _demo(value)
         or value.lower() in _NO_VALUE
         or REPEATED.search(value) is not None
         or ASCENDING.search(value) is not None
@@ -389,9 +442,25 @@ def _about_a_secret(context: str) -> bool:
     return _ABOUT.search(key.group()) is not None
 
 
+def _unicode_word(value: str) -> bool:
+    """A word in another language, as typed: lower case, capitalized or capitals ("Mínimo",
+    "lösenord"), which ``_WORD``'s ASCII letters do not read. The rules read an ASCII view
+    of the text, where each other character is a "?"."""
+    if "?" not in value:
+        return False
+    letters = value.replace("?", "")
+    return letters.isalpha() and (letters.islower() or letters.istitle() or letters.isupper())
+
+
+# A prompt's label in a string (`readPassword("Password: ")`): a word and a colon.
+_LABEL = re.compile(r"[A-Za-z?]+:")
+
+
 def _not_a_literal(value: str) -> bool:
     """A word, a name or call in code, a number, a version, a path, an address: not a secret."""
     if _WORD.fullmatch(value) or _NUMBER.fullmatch(value) or _call(value):
+        return True
+    if _unicode_word(value) or _LABEL.fullmatch(value):
         return True
     # Prose: a word ending a question ("Passwort angeben?"; "cackle!" may be a password),
     # alternatives ("read/write", "anda|apa"), a parenthesis opened after a key word
@@ -417,7 +486,10 @@ _LITERAL_ONLY = re.compile(r"(?:\|\||\?\?|\?:|[ \t]or|\()[ \t]*" + _QUOTE + "?$"
 # A reference to a secret kept elsewhere (`arn:aws:secretsmanager:...`, `vault:secret/db`,
 # `projects/p/secrets/db`): not the secret.
 _REFERENCE = re.compile(
-    r"(?:arn|urn|vault|ssm|sops|secretsmanager|awskms|gcpkms|azurekeyvault|keyvault):|projects/",
+    r"(?:arn|urn|vault|ssm|sops|secretsmanager|awskms|gcpkms|azurekeyvault|keyvault):|projects/"
+    # Azure App Service's Key Vault reference; the host after a template's userinfo
+    # (`mongodb+srv://<username>:<password>@cluster0.ab1cd.mongodb.net/?retryWrites=true`).
+    r"|@microsoft\.keyvault\(|@[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:[:/?#]|$)",
     re.IGNORECASE,
 )
 # A session id is the credential itself, though its key ends in "id" (`sessionid`, `JSESSIONID`).
@@ -444,6 +516,59 @@ _LOWER_WORD = re.compile(r"[a-z]{6,}")
 # rule, a form field's state, a hashing or storage scheme.
 _FIELD_WORDS = frozenset(
     [
+        # Schema and settings words (a column's type, an access rule, a lifecycle state).
+        "redact",
+        "lookup",
+        "filtered",
+        "forbidden",
+        "varchar",
+        "inherit",
+        "inherited",
+        "always",
+        "mandatory",
+        "writeonly",
+        "external",
+        "internal",
+        "builtin",
+        "digest",
+        "deprecated",
+        "removed",
+        "obsolete",
+        "locked",
+        "unlocked",
+        "custom",
+        "static",
+        "dynamic",
+        "confirmation",
+        "protected",
+        "secured",
+        "encoded",
+        "encrypt",
+        "decrypt",
+        "ignored",
+        "omitted",
+        "excluded",
+        "managed",
+        "visible",
+        "minimum",
+        "maximum",
+        "integer",
+        "boolean",
+        "number",
+        "object",
+        "unique",
+        "denied",
+        "allowed",
+        "accepted",
+        "rejected",
+        "pending",
+        "active",
+        "inactive",
+        "changed",
+        "unchanged",
+        "medium",
+        "masking",
+        "hidden_input",
         "required",
         "optional",
         "string",
@@ -575,7 +700,7 @@ def _password_placeholder(value: str) -> bool:
     run = ASCENDING.search(value)
     if run is None or REPEATED.search(value) or len(set(value)) < 3:
         return True
-    if _TEMPLATE.search(value) or PLACEHOLDER_WORDS.search(value) or _DEMO.search(value):
+    if _TEMPLATE.search(value) or PLACEHOLDER_WORDS.search(value) or _demo(value):
         return True
     if value.lower() in _NO_VALUE:
         return True
@@ -651,6 +776,11 @@ _BEARER_MIN_LENGTH = 16
 _BEARER_MIN_CHANGES = 4
 
 
+# An HTTP header's name (`X-Hub-Signature-256`, `X-Api-Key`): capitalized words and numbers
+# joined by hyphens, which a generated token never is.
+_HEADER_NAME = re.compile(r"[A-Z][a-z0-9]*(?:-[A-Z0-9][A-Za-z0-9]*)+")
+
+
 def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     """A value assigned to a token/key/secret key that looks generated."""
     if _placeholder(value) or _call(value) or _about_a_secret(context):
@@ -658,6 +788,8 @@ def _token_value(context: str, value: str, thresholds: Thresholds) -> bool:
     if not _symbol_literal(value):
         return False
     if "://" in value or _VERSION.search(value) or _COMPOUND_NAME.fullmatch(value):
+        return False
+    if _HEADER_NAME.fullmatch(value):
         return False
     if _PROSE.fullmatch(value) or _CODE.search(value) or _REFERENCE.match(value):
         return False
@@ -985,8 +1117,9 @@ CONFIG_RULES: tuple[Rule, ...] = (
         # The user may be an e-mail address (smtps://me@example.com:pass@smtp.example.com). A
         # password may hold one "@" left unencoded (`mongodb+srv://app:pa@ss1!@host`): the
         # last "@" before the host ends it, tried first so that half of it is not taken alone.
-        r"[^\s:/?#\"'`<>\[\]]{0,64}:([^\s:/@?#\"'`<>\[\]]{1,31}@[^\s:/@?#\"'`<>\[\]]{1,32}"
-        r"|[^\s:/@?#\"'`<>\[\]]{1,64})@",
+        r"[^\s:/?#\"'`<>\[\]]{0,64}:([^\s:/@?\"'`<>\[\]]{1,20}@[^\s:/@?\"'`<>\[\]]{1,20}"
+        r"@[^\s:/@?\"'`<>\[\]]{1,22}|[^\s:/@?\"'`<>\[\]]{1,31}@[^\s:/@?\"'`<>\[\]]{1,32}"
+        r"|[^\s:/@?\"'`<>\[\]]{1,64})@",
         judge=_url_password,
         defers_to_prefixes=True,
     ),
@@ -1087,9 +1220,13 @@ CONFIG_RULES: tuple[Rule, ...] = (
         # of a stream back.
         r"(?:\b|_)(?:(?:password|passwd)(?:_[a-z0-9_]{1,12})?"
         r"|(?:PASSWORD|PASSWD|PASS)(?:_[A-Z0-9_]{1,12})?):[ \t]{1,3}",
-        r"([a-z]{6,40})",
+        # Blanks and a comment may follow the word before the line ends.
+        r"([a-z]{6,40})[ \t]{0,8}(?:#[^\r\n\\]{0,60})?",
         judge=_yaml_word,
-        not_followed_by="^\r\n",  # the line ends with the word
+        # The line ends there: a line break, or one escaped in a JSON string ("\n" of a file
+        # read by a tool).
+        not_followed_by="^\r\n\\\\",
+        after_match=True,
     ),
     Rule(
         "pgpass_password",

@@ -242,6 +242,9 @@ class Rule:
     # The character right after the match must not be one of these (a regex class body):
     # RE2 has no look-ahead, and a key followed by more key characters is not that key.
     not_followed_by: str | None = None
+    # Whether ``not_followed_by`` looks after the whole match instead of after the secret (a
+    # value with a comment after it that must end its line: `password: word  # note`).
+    after_match: bool = False
     # Continuation pieces of a long secret, matched from where the previous piece ended:
     # ``tail_end`` closes the secret (a PEM END line), ``tail`` is one more piece of it. A
     # piece is the first capture group that took part, if the pattern has groups (what

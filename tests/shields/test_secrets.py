@@ -245,6 +245,9 @@ FAKES: dict[str, Fake] = {
         lambda r: "xkeysib-" + rand(r, 64, HEX) + "-" + rand(r, 16, mixed=True)
     ),
     "postman_api_key": _whole(lambda r: "PMAK-" + rand(r, 24, HEX) + "-" + rand(r, 34, HEX)),
+    "piped_password": _assigned(
+        "RUN echo 'deploy:{}' | chpasswd", lambda r: rand(r, 12, ALNUM + "!#%")
+    ),
     "yaml_word_password": _assigned(
         "database:\n  password: {}\n", lambda r: rand(r, 9, string.ascii_lowercase)
     ),

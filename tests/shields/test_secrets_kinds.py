@@ -488,8 +488,6 @@ def test_a_real_token_next_to_a_cursor_is_still_found() -> None:
     "template",
     [
         '    static final String ACCOUNT_KEY\n            = "{}";\n',  # Java's formatter
-        "DUO_SKEY={}\n",  # Duo's secret key beside its integration key ("ikey")
-        '{{"duo": {{"ikey": "DIWJ8X5VFJR3N0M9ZQ1T", "skey": "{}"}}}}',
         "AzureCleanup.exe -storagename prodbackups -storagekey {} -container sql\n",
         "SHAREDKEY: {}\n",
     ],
