@@ -1050,12 +1050,12 @@ class _SecretsScanner(Scanner):
         return off + end
 
     def _judge(
-        self, buf: bytes, rule: _Compiled, start: int, secret: tuple[int, int], end: int
+        self, buf: bytes, rule: _Compiled, start: int, span: tuple[int, int], end: int
     ) -> bool:
         """Whether ``rule`` takes its match from ``start`` to ``end`` (the secret from
-        ``secret[0]`` to ``secret[1]``; offsets in ``buf``) for a secret."""
+        ``span[0]`` to ``span[1]``; offsets in ``buf``) for a secret."""
         shield = self._shield
-        secret_start, secret_end = secret
+        secret_start, secret_end = span
         after = end if rule.rule.after_match else secret_end
         if rule.not_followed_by and after < len(buf) and buf[after] in rule.not_followed_by:
             return False
