@@ -1054,7 +1054,33 @@ _OTP_WORDS = r"(?i:\b(?:2fa|mfa|t?otp|authenticator|two[ -]factor)\b)"
 # The user option of curl, httpie, wget (`-u`, `--user`, `--proxy-user`, `--user=`).
 _CLI_USER = r"--?(?:proxy-)?u(?:ser)?[ \t=]{1,3}"
 
+# An environment file's password key glued to "=" (`DB_PASSWORD=`), as `_ENV_ASSIGN` reads,
+# from the password word on: a prefix that could begin with any capitals would hold every
+# acronym of a stream back.
+_ENV_PASSWORD_KEY = r"(?:\b|_)(?:PASSWORD|PASSWD|PASS|PWD)(?:_[A-Z0-9_]{1,12})?="
+# A query string's next parameter (`&user=`): what a value of a URL's query stops before.
+_NEXT_PARAMETER = re.compile(r"&[A-Za-z_][\w.-]*=")
+
+
+def _env_password_with_ampersand(context: str, value: str, thresholds: Thresholds) -> bool:
+    """An environment file's unquoted password holding "&" (`DB_PASSWORD=Tr0ub4dor&3`): read to
+    its end, where ``config_password`` stops at the "&" (a URL's query goes on there) and
+    would redact only the part before it."""
+    if "&" not in value or _NEXT_PARAMETER.search(value):
+        return False
+    return _password_value(context, value, thresholds)
+
+
 CONFIG_RULES: tuple[Rule, ...] = (
+    Rule(
+        "env_ampersand_password",
+        'An environment file\'s unquoted password that holds "&" (`DB_PASSWORD=Tr0ub4dor&3`), '
+        "whole to the line's end",
+        _ENV_PASSWORD_KEY,
+        r"([^\s\"'&=][^\s\"']{0,63})",
+        judge=_env_password_with_ampersand,
+        not_followed_by="^\r\n \t",  # the value ends where the line or a blank does
+    ),
     Rule(
         "config_password",
         "A password assigned to a password key (password, passwd, pwd, pass, passphrase) in any "

@@ -245,6 +245,9 @@ FAKES: dict[str, Fake] = {
         lambda r: "xkeysib-" + rand(r, 64, HEX) + "-" + rand(r, 16, mixed=True)
     ),
     "postman_api_key": _whole(lambda r: "PMAK-" + rand(r, 24, HEX) + "-" + rand(r, 34, HEX)),
+    "env_ampersand_password": _assigned(
+        "DB_PASSWORD={}\nDB_HOST=db\n", lambda r: rand(r, 6, ALNUM) + "&" + rand(r, 5, ALNUM)
+    ),
     "piped_password": _assigned(
         "RUN echo 'deploy:{}' | chpasswd", lambda r: rand(r, 12, ALNUM + "!#%")
     ),

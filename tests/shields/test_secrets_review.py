@@ -63,6 +63,8 @@ def streamed_in_two(text: str) -> None:
         "sv:\n  password: lösenord\n",
         "password: writeonly\n",
         "password: deprecated\n",
+        # A URL's query goes on after "&": the next parameter is not the password's.
+        "see https://example.com/login?PASSWORD=&user=app",
         # Demo words with little else: stand-ins of examples and test data.
         '"Password": "generatedwebdavpassword1"',
         'MasterUserPassword: "mynewpassword"',
@@ -104,6 +106,9 @@ def test_code_settings_references_and_words_are_no_credentials(text: str) -> Non
         ("RUN echo 'bob:Chpass!22' | chpasswd", "Chpass!22"),
         ('password =\n    "Wrapped-Line-55"', "Wrapped-Line-55"),
         ("vncpass=Vnc4Remote9", "Vnc4Remote9"),
+        # An environment file's unquoted password holding "&", whole.
+        ("DB_USER=app\nDB_PASSWORD=Tr0ub4dor&3\nDB_HOST=db\n", "Tr0ub4dor&3"),
+        ("export SMTP_PASS=Fluffy&Whiskers9 # mail", "Fluffy&Whiskers9"),
         # YAML words with a comment after them, and in a file a tool read (escaped lines).
         ("db:\n  password: sunshine   # prod\n", "sunshine"),
         ('{"content": "spring:\\n  datasource:\\n    password: sunshine\\n"}', "sunshine"),
