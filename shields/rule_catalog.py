@@ -1,8 +1,8 @@
 """What ``shieldgate rules [TYPE]`` prints: the names a policy can give a shield's ``rules:``
 (or ``entities:``) list, read from the rule tables themselves.
 
-Why a command and not a list in the README: the tables grow with every release (154 secrets
-rules today), and a policy author needs the exact ids of the version installed. One line per
+Why a command and not a list in the README: the tables grow with every release, and a policy
+author needs the exact ids of the version installed. One line per
 rule, tab-separated, so the output is both readable and easy to ``grep``/``cut``.
 """
 

@@ -1031,8 +1031,7 @@ class _SecretsScanner(Scanner):
         for index in sorted(shield._rule_set.Match(context) or ()):
             rule = shield._rules[index]
             spans = rule.own(buf, at, size)
-            secret_start, secret_end = _secret_span(rule, spans)
-            if self._judge(buf, rule, at, (secret_start, secret_end), spans[0][1]):
+            if self._judge(buf, rule, at, _secret_span(rule, spans), spans[0][1]):
                 return rule, spans
         return None
 

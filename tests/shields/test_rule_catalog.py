@@ -5,10 +5,13 @@ is), so the list is the one a policy author can rely on."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from proxy.cli import main
+from shields.builtin.secrets import RULES
 from shields.policy import PolicyError, parse_policy
 
 OPTION = {"secrets": "rules", "injection": "rules", "pii": "entities"}
@@ -52,3 +55,9 @@ def test_a_type_without_rules_is_a_usage_error(capsys: pytest.CaptureFixture[str
     assert main(["rules", "length"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("shieldgate: no rule list for type 'length'") and "secrets" in err
+
+
+def test_the_readme_counts_the_secrets_rules_the_table_holds() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    counted = re.search(r"\((\d+) rules; `shieldgate rules secrets` lists them\)", readme)
+    assert counted is not None and int(counted.group(1)) == len(RULES)
